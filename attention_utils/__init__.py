@@ -1,0 +1,36 @@
+"""Helpers for the attention notebook series: the running example, attention functions and modules."""
+
+from .data import TOKENS, example_batch, example_inputs, sliding_window_pairs
+from .functional import (
+    attention_scores,
+    causal_mask,
+    naive_softmax,
+    scaled_dot_product_attention,
+    stable_softmax,
+    sum_normalize,
+)
+from .modules import (
+    CausalAttention,
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    SelfAttentionV1,
+    SelfAttentionV2,
+)
+
+__all__ = [
+    "TOKENS",
+    "example_batch",
+    "example_inputs",
+    "sliding_window_pairs",
+    "attention_scores",
+    "causal_mask",
+    "naive_softmax",
+    "scaled_dot_product_attention",
+    "stable_softmax",
+    "sum_normalize",
+    "CausalAttention",
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
+    "SelfAttentionV1",
+    "SelfAttentionV2",
+]
