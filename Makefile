@@ -6,9 +6,11 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to run as root unless told; the flag is only added when we are root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
+LANGUAGE ?= en
+BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup lab test lock clean
+.PHONY: help setup lab test notebooks run copies figures bench lock clean
 
 help:
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST)
@@ -25,6 +27,28 @@ lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (the URL with its to
 
 test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill), hygiene, browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
+	$(BIN)/python -m attention_utils.publish execute
+
+run: $(STAMP) ## run the whole series headlessly with papermill into build/run/ (LANGUAGE=en|zh)
+	@mkdir -p build/run/$(LANGUAGE)
+	@for nb in notebooks/[0-9][0-9]_*.ipynb; do \
+	  $(BIN)/papermill --cwd notebooks -k python3 --progress-bar -p language $(LANGUAGE) \
+	    "$$nb" "build/run/$(LANGUAGE)/$$(basename $$nb)" || exit 1; \
+	done
+
+copies: $(STAMP) ## write English-only, Chinese-only (re-run with Chinese plots) and student copies into build/
+	$(BIN)/python -m attention_utils.publish copies build
+	@for nb in build/zh/*.ipynb; do \
+	  $(BIN)/papermill --cwd notebooks -k python3 -p language zh "$$nb" "$$nb" || exit 1; \
+	done
+
+figures: $(STAMP) ## regenerate the images in figures/ from code
+	$(BIN)/python -m attention_utils.figures
+
+bench: $(STAMP) ## benchmark the attention implementations; writes build/bench/, figures/ and the README table
+	$(BIN)/python -m attention_utils.bench $(BENCH_ARGS)
 
 lock: $(STAMP) ## rewrite requirements-lock.txt from what is installed in .venv
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^attention' | sed 's/+cpu$$//' > requirements-lock.txt

@@ -1,5 +1,6 @@
 """Helpers for the attention notebook series: the running example, attention functions and modules."""
 
+from .environment import setup
 from .data import TOKENS, example_batch, example_inputs, sliding_window_pairs
 from .functional import (
     attention_scores,
@@ -18,6 +19,7 @@ from .modules import (
 )
 
 __all__ = [
+    "setup",
     "TOKENS",
     "example_batch",
     "example_inputs",

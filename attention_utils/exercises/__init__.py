@@ -1,0 +1,40 @@
+"""Exercise checkers: each lesson has a module here whose functions give bilingual feedback.
+
+A checker prints one line in English and one in Chinese and returns True when the answer is
+right, so a learner can try, read the hint, and try again.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def feedback(correct: bool, en: str, zh: str) -> bool:
+    """Print a verdict with a short explanation in both languages; return `correct`."""
+    mark = "✅ Correct / 正确" if correct else "❌ Not yet / 还不对"
+    print(f"{mark}\n{en}\n{zh}")
+    return correct
+
+
+def missing(answer: object) -> bool:
+    """True (after printing a nudge) when the learner has not written an answer yet."""
+    if answer is None or answer is Ellipsis:
+        feedback(False, "Replace the ... with your answer and run the cell again.", "请把 ... 换成你的答案，再运行一次。")
+        return True
+    return False
+
+
+def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, what_zh: str, atol: float = 1e-4) -> bool:
+    """Compare a tensor answer with the expected one: type, then shape, then values."""
+    if missing(answer):
+        return False
+    if not isinstance(answer, torch.Tensor):
+        return feedback(False, f"{what_en} should be a torch.Tensor, got {type(answer).__name__}.",
+                        f"{what_zh}应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
+    if answer.shape != expected.shape:
+        return feedback(False, f"{what_en} should have shape {tuple(expected.shape)}, got {tuple(answer.shape)}.",
+                        f"{what_zh}的形状应为 {tuple(expected.shape)}，你的是 {tuple(answer.shape)}。")
+    if not torch.allclose(answer.detach().float(), expected.float(), atol=atol):
+        return feedback(False, f"{what_en} has the right shape but different values; check each step.",
+                        f"{what_zh}形状正确，但数值不对；请逐步检查计算过程。")
+    return feedback(True, f"{what_en} matches.", f"{what_zh}完全正确。")

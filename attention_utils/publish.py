@@ -1,0 +1,125 @@
+"""Build tools for the notebooks: bilingual parity, one-language and student copies, clean runs.
+
+    python -m attention_utils.publish execute notebooks/01_*.ipynb   # run in place, store outputs
+    python -m attention_utils.publish copies build                   # en / zh / student copies
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+LANGUAGE_TAGS = ("en", "zh")
+HEADING = re.compile(r"^(#+)\s", re.MULTILINE)
+FORMULA = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL)
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)|<img[^>]*\ssrc=[\"']([^\"']+)")
+
+
+def tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def language_of(cell) -> str | None:
+    """The `en`/`zh` tag of a markdown cell, or None."""
+    return next((t for t in tags(cell) if t in LANGUAGE_TAGS), None)
+
+
+def image_links(source: str) -> list[str]:
+    """Every image path a markdown source shows (markdown syntax and <img src>)."""
+    return [a or b for a, b in IMAGE.findall(source)]
+
+
+def parity_problems(nb) -> list[str]:
+    """What breaks the en/zh pairing: order, heading levels, formulas and image links must match."""
+    problems = []
+    markdown = [c for c in nb.cells if c.cell_type == "markdown" and c.source.strip()]
+    languages = [language_of(c) for c in markdown]
+    if languages != ["en", "zh"] * (len(markdown) // 2) or len(markdown) % 2:
+        return [f"markdown cells must alternate en, zh (en first); got {languages}"]
+    for number, (en, zh) in enumerate(zip(markdown[::2], markdown[1::2]), start=1):
+        for name, pattern in (("heading levels", HEADING), ("formulas", FORMULA)):
+            if pattern.findall(en.source) != pattern.findall(zh.source):
+                problems.append(f"pair {number}: {name} differ: {pattern.findall(en.source)} vs {pattern.findall(zh.source)}")
+        if image_links(en.source) != image_links(zh.source):
+            problems.append(f"pair {number}: image links differ")
+        if not re.search(r"[\u4e00-\u9fff]", zh.source):
+            problems.append(f"pair {number}: the zh cell has no Chinese")
+    return problems
+
+
+def language_copy(nb, language: str):
+    """A copy with only one language's markdown cells (code cells are shared)."""
+    other = {"en": "zh", "zh": "en"}[language]
+    result = copy.deepcopy(nb)
+    result.cells = [c for c in result.cells if not (c.cell_type == "markdown" and language_of(c) == other)]
+    return result
+
+
+def student_copy(nb):
+    """A copy without the cells tagged `solution`."""
+    result = copy.deepcopy(nb)
+    result.cells = [c for c in result.cells if "solution" not in tags(c)]
+    return result
+
+
+def lesson_paths(folder: Path = Path("notebooks")) -> list[Path]:
+    """The numbered lessons, in order."""
+    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+def execute(path: Path, timeout: int = 600) -> None:
+    """Run a notebook top to bottom on a clean python3 kernel in its own folder and save it."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["attention_series"] = {"versions": installed_versions()}
+    nbformat.write(nb, path)
+
+
+def installed_versions() -> dict[str, str]:
+    """Versions that shape the stored outputs; the hygiene test compares them with what is installed."""
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("torch", "matplotlib", "numpy", "ipywidgets")}
+
+
+def write_copies(out: Path, folder: Path = Path("notebooks")) -> list[Path]:
+    """Write en/, zh/ and student/ copies of every lesson under `out`."""
+    written = []
+    for path in lesson_paths(folder):
+        nb = nbformat.read(path, as_version=4)
+        for name, variant in (("en", language_copy(nb, "en")), ("zh", language_copy(nb, "zh")), ("student", student_copy(nb))):
+            target = out / name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(variant, target)
+            written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("execute", help="run notebooks in place on a clean kernel")
+    run.add_argument("paths", nargs="*", type=Path)
+    copies = commands.add_parser("copies", help="write en/zh/student copies")
+    copies.add_argument("out", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "execute":
+        for path in args.paths or lesson_paths():
+            print(f"executing {path}", flush=True)
+            execute(path)
+    else:
+        for path in write_copies(args.out):
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
