@@ -12,6 +12,7 @@ from .functional import (
 )
 from .modules import (
     CausalAttention,
+    FusedMultiHeadAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     SelfAttentionV1,
@@ -31,6 +32,7 @@ __all__ = [
     "stable_softmax",
     "sum_normalize",
     "CausalAttention",
+    "FusedMultiHeadAttention",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "SelfAttentionV1",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_dropout, check_heads, check_length, check_positive, check_tensor
+from .checks import check_dropout, check_heads, check_length, check_mask, check_positive, check_tensor
 from .functional import causal_mask, scaled_dot_product_attention
 
 
@@ -154,3 +154,74 @@ class MultiHeadAttention(nn.Module):
         context = context.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)  # (b, T, d_out)
         context = self.out_proj(context)
         return (context, weights) if return_weights else context
+
+
+class FusedMultiHeadAttention(nn.Module):
+    """Multi-head attention as fast as PyTorch allows: one QKV projection and one fused SDPA call.
+
+    torch's scaled_dot_product_attention never stores the (T, T) weights and, told the mask is
+    causal, skips the blocks above the diagonal; the book's version materializes both.
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_heads(d_out, num_heads)
+        check_dropout(dropout)
+        self.d_in = d_in
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.context_length = context_length
+        self.dropout = dropout  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+
+    @classmethod
+    def from_multihead(cls, mha: MultiHeadAttention) -> FusedMultiHeadAttention:
+        """Build the fused module with the weights of a book-style MultiHeadAttention (same outputs)."""
+        has_bias = mha.W_query.bias is not None
+        fused = cls(mha.d_in, mha.d_out, mha.context_length, mha.dropout.p, mha.num_heads, has_bias)
+        projections = (mha.W_query, mha.W_key, mha.W_value)
+        with torch.no_grad():
+            fused.qkv.weight.copy_(torch.cat([p.weight for p in projections]))  # (3 * d_out, d_in)
+            if has_bias:
+                fused.qkv.bias.copy_(torch.cat([p.bias for p in projections]))
+        fused.out_proj.load_state_dict(mha.out_proj.state_dict())
+        return fused.to(mha.out_proj.weight)  # same device and dtype as the source
+
+    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Causal attention over x (b, T, d_in); `padding_mask` (b, T) is True at padding tokens to ignore.
+
+        The padding mask follows the package's convention (True = hide). SDPA's boolean attn_mask
+        means the opposite (True = may attend), so we merge padding and causal masks in our
+        convention and invert once. A query that can see no key at all (left padding) gets zeros.
+        """
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in)
+        b, num_tokens, _ = x.shape
+        check_length(num_tokens, self.context_length)
+        attn_mask = None
+        if padding_mask is not None:
+            check_tensor(padding_mask, "padding_mask", ranks=(2,))
+            hidden_keys = padding_mask[:, None, None, :]  # (b, 1, 1, T): the same keys for every head and query
+            check_mask(hidden_keys, torch.Size((b, self.num_heads, num_tokens, num_tokens)))
+            attn_mask = ~(causal_mask(num_tokens, x.device) | hidden_keys)  # (b, 1, T, T), True = may attend
+        qkv = self.qkv(x).view(b, num_tokens, 3, self.num_heads, self.head_dim)  # (b, T, 3, h, head_dim)
+        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)  # each (b, h, T, head_dim)
+        context = nn.functional.scaled_dot_product_attention(
+            queries,
+            keys,
+            values,
+            attn_mask=attn_mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            is_causal=attn_mask is None,  # the flag lets the kernel skip the future instead of masking it
+        )  # (b, h, T, head_dim)
+        context = context.transpose(1, 2).reshape(b, num_tokens, self.d_out)  # (b, T, d_out)
+        return self.out_proj(context)

@@ -1,7 +1,7 @@
 """Exercise checkers: each lesson has a module here whose functions give bilingual feedback.
 
-A checker prints one line in English and one in Chinese and returns True when the answer is
-right, so a learner can try, read the hint, and try again.
+A checker prints a verdict with one line in English and one in Chinese (and returns nothing, so
+the notebook shows only the feedback); a learner can try, read the hint, and try again.
 """
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from __future__ import annotations
 import torch
 
 
-def feedback(correct: bool, en: str, zh: str) -> bool:
-    """Print a verdict with a short explanation in both languages; return `correct`."""
+def feedback(correct: bool, en: str, zh: str) -> None:
+    """Print a verdict with a short explanation in both languages."""
     mark = "✅ Correct / 正确" if correct else "❌ Not yet / 还不对"
     print(f"{mark}\n{en}\n{zh}")
-    return correct
 
 
 def missing(answer: object) -> bool:
@@ -24,10 +23,10 @@ def missing(answer: object) -> bool:
     return False
 
 
-def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, what_zh: str, atol: float = 1e-4) -> bool:
+def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, what_zh: str, atol: float = 1e-4) -> None:
     """Compare a tensor answer with the expected one: type, then shape, then values."""
     if missing(answer):
-        return False
+        return
     if not isinstance(answer, torch.Tensor):
         return feedback(False, f"{what_en} should be a torch.Tensor, got {type(answer).__name__}.",
                         f"{what_zh}应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
@@ -37,4 +36,4 @@ def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, wh
     if not torch.allclose(answer.detach().float(), expected.float(), atol=atol):
         return feedback(False, f"{what_en} has the right shape but different values; check each step.",
                         f"{what_zh}形状正确，但数值不对；请逐步检查计算过程。")
-    return feedback(True, f"{what_en} matches.", f"{what_zh}完全正确。")
+    feedback(True, f"{what_en} matches.", f"{what_zh}完全正确。")

@@ -1,0 +1,91 @@
+"""Every lesson is well-formed: bilingual pairs, local images, clean stored outputs, lesson parts."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attention_utils.publish import image_links, installed_versions, lesson_paths, parity_problems, tags
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = lesson_paths(ROOT / "notebooks")
+REMOTE = re.compile(r"""(src|href)\s*=\s*["']?(https?:)?//|!\[[^\]]*\]\(\s*(https?:)?//|@import\s+url\(\s*["']?(https?:)?//""")
+ABSOLUTE = re.compile(r"(/root/|/home/\w|/work/|/tmp/|[A-Z]:\\\\Users)")
+
+
+def lesson_id(path: Path) -> str:
+    return path.stem
+
+
+@pytest.fixture(params=LESSONS, ids=lesson_id)
+def lesson(request):
+    return request.param, nbformat.read(request.param, as_version=4)
+
+
+def test_there_are_lessons():
+    assert LESSONS, "no notebooks/NN_*.ipynb found"
+
+
+def test_bilingual_parity(lesson):
+    _, nb = lesson
+    assert parity_problems(nb) == []
+
+
+def test_images_are_local_and_exist(lesson):
+    path, nb = lesson
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        assert not REMOTE.search(cell.source), f"remote resource in: {cell.source[:80]}"
+        for link in image_links(cell.source):
+            assert (path.parent / link).resolve().is_file(), f"missing image {link}"
+
+
+def test_links_to_lessons_resolve(lesson):
+    path, nb = lesson
+    for cell in nb.cells:
+        for target in re.findall(r"\]\(([^)#\s]+\.ipynb)", cell.source):
+            assert (path.parent / target).is_file(), f"{target} does not exist yet"
+
+
+def test_stored_outputs_are_from_one_clean_run(lesson):
+    _, nb = lesson
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1))
+    for cell in code:
+        for output in cell.outputs:
+            assert output.output_type != "error", f"stored error in: {cell.source[:60]}"
+            assert output.get("name") != "stderr", f"stored stderr (a warning?) in: {cell.source[:60]}"
+
+
+def test_kernel_paths_and_versions(lesson):
+    path, nb = lesson
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert not ABSOLUTE.search(path.read_text(encoding="utf-8")), "absolute path stored in the notebook"
+    assert nb.metadata.get("attention_series", {}).get("versions") == installed_versions(), (
+        "outputs were produced with other package versions: run `make notebooks`"
+    )
+
+
+def test_lesson_has_every_part(lesson):
+    path, nb = lesson
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in tags(code[0]) and re.search(r"^language\s*=", code[0].source, re.MULTILINE)
+    assert any("solution" in tags(c) for c in code), "no exercise solution cell"
+    assert sum("solution" in tags(c) for c in code) >= 2, "fewer than two exercises"
+    assert any("explore(" in c.source for c in code), "no interactive explorer"
+    assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "**You will learn to**" in markdown and "## Summary" in markdown and "## 小结" in markdown
+    number = int(path.name[:2])
+    if number > 1:
+        assert re.search(rf"\]\({number - 1:02d}_[^)]+\.ipynb\)", markdown), "no link to the previous lesson"
+    assert re.search(rf"\]\({number + 1:02d}_[^)]+\.ipynb\)", markdown) or number == 8, "no link to the next lesson"
+
+
+def test_tagged_cells_say_why(lesson):
+    _, nb = lesson
+    for cell in nb.cells:
+        if {"nbval-ignore-output", "nbval-skip", "raises-exception"} & set(tags(cell)):
+            assert cell.source.lstrip().startswith("#"), "a tagged cell must start with a comment saying why"

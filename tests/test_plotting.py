@@ -1,0 +1,47 @@
+"""Chinese plot labels render with real glyphs on a fresh machine; heatmaps take 4-d input."""
+
+import warnings
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from attention_utils import plotting  # noqa: E402
+
+
+def render(label: str) -> np.ndarray:
+    fig = plt.figure(figsize=(2, 1), dpi=60)
+    fig.text(0.1, 0.4, label, fontsize=20)
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())[..., 0].copy()
+    plt.close(fig)
+    return pixels
+
+
+def test_chinese_renders_with_real_glyphs():
+    plotting.set_language("zh")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"
+        first, second = render("注意"), render("权重")
+    # missing glyphs all draw the same empty box, so two different words would look identical
+    assert (first < 128).sum() > 50 and not np.array_equal(first, second)
+    assert plotting.text("keys", "键") == "键"
+    plotting.set_language("en")
+    assert plotting.text("keys", "键") == "keys"
+
+
+def test_unknown_language_is_refused():
+    with pytest.raises(ValueError, match="'en' or 'zh'"):
+        plotting.set_language("fr")
+
+
+def test_heatmaps_need_four_dimensions():
+    with pytest.raises(ValueError, match=r"m\[None, None\]"):
+        plotting.show_heatmaps(torch.rand(3, 3), "k", "q")
+    fig = plotting.show_heatmaps(torch.rand(2, 3, 4, 4), "k", "q", titles=[str(i) for i in range(6)])
+    assert len(fig.axes) == 6 + 1  # six heatmaps and one colour bar
+    plt.close(fig)
