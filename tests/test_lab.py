@@ -1,59 +1,17 @@
 """`make lab` serves JupyterLab on 127.0.0.1 only, and refuses requests without the token."""
 
-import os
-import signal
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
+from lab_server import http_status as status
+from lab_server import running_lab
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    port, token = free_port(), "test-token-123"
-    workspaces = tmp_path_factory.mktemp("workspaces")
-    args = f"--no-browser --port={port} --IdentityProvider.token={token} --LabApp.workspaces_dir={workspaces}"
-    process = subprocess.Popen(
-        ["make", "-s", "lab", f"LAB_ARGS={args}"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                status(f"{base}/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.25)
-        else:
-            pytest.fail("JupyterLab did not answer within 30 s")
-        yield base, port, token
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+def lab():
+    with running_lab() as server:
+        yield server
 
 
 def test_answers_with_the_token(lab):

@@ -1,0 +1,60 @@
+"""Start JupyterLab exactly as `make lab` does (127.0.0.1, a token, --allow-root as root) for tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_status(url: str) -> int:
+    """The HTTP status of a GET, including error statuses such as 403."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@contextlib.contextmanager
+def running_lab(lab_dir: Path | None = None) -> Iterator[tuple[str, int, str]]:
+    """Run `make lab` with a fresh workspace on a free port; yield (base URL, port, token)."""
+    port, token = free_port(), secrets.token_hex(16)
+    with tempfile.TemporaryDirectory() as workspaces:
+        args = (f"--no-browser --port={port} --IdentityProvider.token={token} "
+                f"--LabApp.workspaces_dir={workspaces}")
+        command = ["make", "-s", "lab", f"LAB_ARGS={args}"] + ([f"LAB_DIR={lab_dir}"] if lab_dir else [])
+        process = subprocess.Popen(command, cwd=ROOT,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                with contextlib.suppress(urllib.error.URLError, ConnectionError):
+                    http_status(f"{base}/api/status")
+                    break
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("JupyterLab did not start within 60 s")
+                time.sleep(0.25)
+            yield base, port, token
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)

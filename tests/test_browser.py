@@ -1,0 +1,112 @@
+"""A learner's view: JupyterLab in Chromium runs each lesson, a widget moves, the figure changes.
+
+Lessons are served from a temporary copy whose parameters cell asks for Chinese plot labels, so the
+screenshots in build/screenshots/ show Chinese text, a Chinese-labelled plot and a moved widget.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attention_utils.publish import lesson_paths
+from lab_server import running_lab
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+LESSONS = lesson_paths(ROOT / "notebooks")
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (.ci/run installs it)")
+
+
+def chinese_copy(lesson: Path, folder: Path) -> None:
+    """Copy a lesson with language = "zh" in its parameters cell."""
+    nb = nbformat.read(lesson, as_version=4)
+    parameters = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    parameters.source, count = re.subn(r'^language = "en"', 'language = "zh"', parameters.source, flags=re.MULTILINE)
+    assert count == 1, f"{lesson.name}: no `language = \"en\"` line in the parameters cell"
+    nbformat.write(nb, folder / lesson.name)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    folder = tmp_path_factory.mktemp("lessons")
+    for lesson in LESSONS:
+        chinese_copy(lesson, folder)
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    SCREENSHOTS.mkdir(parents=True)
+    with running_lab(folder) as (base, _, token):
+        with playwright_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab?reset&token={token}")
+            page.wait_for_selector("#jp-main-dock-panel")
+            yield page, base, token
+            browser.close()
+
+
+def run_all_cells(page) -> None:
+    """Clear the stored outputs, Run > Run All Cells, then wait until every code cell has a number."""
+    page.click("li.lm-MenuBar-item:has-text('Edit')")
+    page.click("li[data-command='editmenu:clear-all']")
+    page.click("li.lm-MenuBar-item:has-text('Run')")
+    page.click("li[data-command='runmenu:run-all']")
+    panel = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+    page.wait_for_function(
+        """panel => {
+            const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputPrompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""", arg=panel, timeout=120_000)
+
+
+def move_first_widget(page, cell) -> None:
+    """Change the first control of an explorer: a slider, a dropdown or a toggle button."""
+    slider = cell.locator(".widget-slider .noUi-handle")
+    dropdown = cell.locator(".widget-dropdown select")
+    toggle = cell.locator(".widget-toggle-button:not(.mod-active)")
+    if slider.count():
+        slider.first.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+    elif dropdown.count():
+        options = dropdown.first.locator("option").all_text_contents()
+        current = dropdown.first.input_value()
+        dropdown.first.select_option(label=next(o for o in options if o != current))
+    else:
+        toggle.first.click()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_lesson_runs_and_widget_redraws(page, lesson):
+    page, base, token = page
+    page.goto(f"{base}/lab/tree/{lesson.name}?token={token}")
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    panel.locator(".jp-Notebook").wait_for()
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    panel.locator(".jp-Cell").first.click()  # menu commands act on the focused notebook
+    run_all_cells(page)
+
+    errors = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert errors.count() == 0, errors.first.inner_text()
+
+    cell = panel.locator(".jp-CodeCell:has(.jupyter-widgets)").first
+    cell.scroll_into_view_if_needed()
+    figure = cell.locator(".jp-OutputArea-output img").last
+    before = figure.get_attribute("src")
+    move_first_widget(page, cell)
+    # the redraw replaces the image element, so look it up again inside the cell each time
+    page.wait_for_function(
+        "([cell, old]) => { const imgs = cell.querySelectorAll('.jp-OutputArea-output img');"
+        " return imgs.length && imgs[imgs.length - 1].getAttribute('src') !== old; }",
+        arg=[cell.element_handle(), before], timeout=30_000)
+    cell.locator(".jp-OutputArea").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / f"{lesson.stem}.png"))
