@@ -1,0 +1,94 @@
+"""Checkers for lesson 6: dropout, its scale, train/eval mode and what it does to attention rows."""
+
+from __future__ import annotations
+
+import torch
+
+from ..data import example_batch
+from ..functional import causal_mask
+from ..modules import CausalAttention
+from . import check_tensor_answer, feedback, missing
+
+
+def check_dropout_function(answer: object) -> None:
+    """A dropout function my_dropout(x, p), judged by properties that hold for any random mask."""
+    if missing(answer):
+        return
+    if not callable(answer):
+        return feedback(False, "Give the function itself: my_dropout, without parentheses.",
+                        "请传入函数本身：写 my_dropout，不要加括号。")
+    p = 0.2
+    with torch.random.fork_rng(devices=[]):  # leave the learner's random stream as it was
+        torch.manual_seed(0)
+        x = torch.rand(200, 500) + 0.5  # positive values, so a kept entry is never 0
+        original = x.clone()
+        try:
+            y = answer(x, p)
+            y_zero = answer(x, 0.0)
+        except Exception as error:  # any error in the learner's code becomes feedback
+            return feedback(False, f"my_dropout(x, {p}) raised {type(error).__name__}: {error}",
+                            f"调用 my_dropout(x, {p}) 时出错：{type(error).__name__}: {error}")
+    if y is None:
+        return feedback(False, "my_dropout returns nothing yet: replace the ... with your code and `return` the result.",
+                        "my_dropout 还没有返回任何东西：请把 ... 换成你的代码，并用 return 返回结果。")
+    if not isinstance(y, torch.Tensor) or y.shape != x.shape:
+        return feedback(False, "my_dropout must return a tensor of the same shape as x (did you forget `return`?).",
+                        "my_dropout 必须返回与 x 形状相同的张量（是不是忘了写 return？）。")
+    if not torch.equal(x, original):
+        return feedback(False, "my_dropout changed x in place; build a new tensor instead.",
+                        "my_dropout 原地修改了 x；请返回一个新的张量。")
+    kept = y != 0
+    fraction = kept.float().mean().item()
+    if abs(fraction - (1 - p)) > 0.01:
+        if abs(fraction - p) < 0.01:
+            return feedback(False, f"Only {fraction:.0%} of the entries survived: you kept an entry with probability p. "
+                            "p is the probability to DROP; keep where the uniform number is >= p.",
+                            f"只有 {fraction:.0%} 的元素被保留：你是以概率 p 保留的。p 是丢弃的概率；"
+                            "随机数不小于 p 时才保留。")
+        return feedback(False, f"{fraction:.0%} of the entries survived; with p = {p} about {1 - p:.0%} should.",
+                        f"保留了 {fraction:.0%} 的元素；p = {p} 时应保留约 {1 - p:.0%}。")
+    ratio = y[kept] / x[kept]
+    if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - p)), atol=1e-4):
+        if torch.allclose(ratio, torch.full_like(ratio, 1 / p), atol=1e-4):
+            return feedback(False, "You scaled by 1/p = 5: the mean becomes 0.8 x 5 = 4. Scale by 1/(1 - p).",
+                            "你乘的是 1/p = 5：均值会变成 0.8 x 5 = 4。应当乘以 1/(1 - p)。")
+        if torch.allclose(ratio, torch.ones_like(ratio), atol=1e-4):
+            return feedback(False, "The kept values are unchanged, so the mean drops to 0.8. Scale them by 1/(1 - p).",
+                            "保留的值没有缩放，均值会降到 0.8。请把它们乘以 1/(1 - p)。")
+        return feedback(False, "Each kept value should be x / (1 - p), the rest exactly 0.",
+                        "每个保留的值应等于 x / (1 - p)，其余的值应恰好为 0。")
+    if not isinstance(y_zero, torch.Tensor) or not torch.allclose(y_zero, x):
+        return feedback(False, "With p = 0 nothing should be dropped and nothing scaled.",
+                        "p = 0 时不应丢弃任何元素，也不应缩放。")
+    mean = (y / x).mean().item()
+    feedback(True, f"{fraction:.1%} of the entries survived, each multiplied by {1 / (1 - p):.2f}; "
+             f"the mean of y/x is {mean:.3f}.",
+             f"保留了 {fraction:.1%} 的元素，每个都乘以 {1 / (1 - p):.2f}；y/x 的均值为 {mean:.3f}。")
+
+
+def check_eval_context(answer: object) -> None:
+    """Context vectors of CausalAttention(3, 2, 6, 0.5) built with seed 123, with dropout switched off."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(123)
+        reference = CausalAttention(3, 2, 6, 0.0)  # same weights: dropout does not change initialization
+    with torch.no_grad():
+        expected = reference(example_batch())
+    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and not torch.allclose(
+        answer.detach().float(), expected, atol=1e-4
+    ):
+        return feedback(False, "Right shape, different values: is dropout still on? Call .eval() on the module first.",
+                        "形状对了，数值不对：dropout 是不是还开着？先对模块调用 .eval()。")
+    check_tensor_answer(answer, expected, "Your context tensor", "你的上下文向量")
+
+
+def check_zero_row_probability(answer: object) -> None:
+    """Probability that each row of the 6x6 causal weights is all zero after dropout with p = 0.2."""
+    p = 0.2
+    visible = (~causal_mask(6)).sum(dim=1).double()  # keys each query may look at
+    expected = p ** visible
+    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
+        answer.double(), (1 - p) ** visible, atol=1e-6
+    ):
+        return feedback(False, "That is the probability that every weight in the row SURVIVES. A zero row needs every "
+                        "weight dropped.", "这是整行权重全部被保留的概率。整行为 0 需要每个权重都被丢弃。")
+    check_tensor_answer(answer, expected, "Your probability tensor", "你给出的概率", atol=1e-6)
