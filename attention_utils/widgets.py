@@ -14,7 +14,7 @@ from IPython.display import display
 from matplotlib.figure import Figure
 
 
-def explore(draw: Callable[..., Figure], **controls: widgets.ValueWidget) -> None:
+def explore(draw: Callable[..., Figure], /, **controls: widgets.ValueWidget) -> None:
     """Show the controls, then draw(**values) below them; redraw in place whenever a value changes."""
 
     def current_figure() -> Figure:

@@ -1,6 +1,7 @@
 """Chinese plot labels render with real glyphs on a fresh machine; heatmaps take 4-d input."""
 
 import warnings
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -45,3 +46,14 @@ def test_heatmaps_need_four_dimensions():
     fig = plotting.show_heatmaps(torch.rand(2, 3, 4, 4), "k", "q", titles=[str(i) for i in range(6)])
     assert len(fig.axes) == 6 + 1  # six heatmaps and one colour bar
     plt.close(fig)
+
+
+def test_figures_are_made_by_code(tmp_path):
+    from attention_utils import figures
+
+    written = figures.write_all(tmp_path)
+    assert sorted(p.name for p in written) == sorted(
+        f"{name}_{lang}.png" for name in figures.FIGURES for lang in ("en", "zh"))
+    committed = Path(__file__).resolve().parents[1] / "figures"
+    for path in written:
+        assert (committed / path.name).is_file(), f"run `make figures`: {path.name} is not in figures/"

@@ -36,4 +36,4 @@ def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, wh
     if not torch.allclose(answer.detach().float(), expected.float(), atol=atol):
         return feedback(False, f"{what_en} has the right shape but different values; check each step.",
                         f"{what_zh}形状正确，但数值不对；请逐步检查计算过程。")
-    feedback(True, f"{what_en} matches.", f"{what_zh}完全正确。")
+    feedback(True, f"{what_en}: every value matches.", f"{what_zh}：每个数值都对上了。")

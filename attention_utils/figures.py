@@ -1,0 +1,79 @@
+"""Make the images that the README and the lessons show, from code: `python -m attention_utils.figures`.
+
+Each figure is written once per language (name_en.png, name_zh.png) so a Chinese page shows
+Chinese labels.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+
+from .data import TOKENS, example_inputs  # noqa: E402
+from .plotting import LANGUAGES, set_language, text  # noqa: E402
+
+
+def attention_pipeline() -> plt.Figure:
+    """The running example through self-attention: inputs, scores, weights, context vectors."""
+    inputs = example_inputs()
+    scores = inputs @ inputs.T
+    weights = torch.softmax(scores, dim=-1)
+    panels = [
+        (inputs, text("inputs (6 × 3)", "输入 (6 × 3)"), ["x₁", "x₂", "x₃"]),
+        (scores, text("attention scores  X Xᵀ", "注意力分数  X Xᵀ"), TOKENS),
+        (weights, text("attention weights  softmax", "注意力权重  softmax"), TOKENS),
+        (weights @ inputs, text("context vectors  W X", "上下文向量  W X"), ["z₁", "z₂", "z₃"]),
+    ]
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.8), layout="constrained",
+                             gridspec_kw={"width_ratios": [3, 6, 6, 3]})
+    for ax, (matrix, title, columns) in zip(axes, panels):
+        ax.imshow(matrix.numpy(), cmap="Blues")
+        rows, cols = matrix.shape
+        low, high = matrix.min().item(), matrix.max().item()
+        for i in range(rows):
+            for j in range(cols):
+                value = matrix[i, j].item()
+                shade = "white" if value > low + 0.6 * (high - low) else "black"
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color=shade)
+        ax.set_title(title, fontsize=11)
+        ax.set_xticks(range(len(columns)), columns, rotation=45 if len(columns) == 6 else 0, fontsize=8)
+        ax.set_yticks(range(6), TOKENS, fontsize=8)
+    fig.suptitle(text("Self-attention on “Your journey starts with one step”",
+                      "“Your journey starts with one step”上的自注意力"), fontsize=13)
+    return fig
+
+
+FIGURES = {"attention_pipeline": attention_pipeline}
+
+
+def write_all(out: Path) -> list[Path]:
+    """Write every figure in every language into `out`; return the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for language in LANGUAGES:
+        set_language(language)
+        for name, make in FIGURES.items():
+            fig = make()
+            path = out / f"{name}_{language}.png"
+            fig.savefig(path, dpi=110, metadata={"Software": None})
+            plt.close(fig)
+            written.append(path)
+    set_language("en")
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Regenerate the figures in figures/.")
+    parser.add_argument("--out", type=Path, default=Path("figures"))
+    for path in write_all(parser.parse_args().out):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
