@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The series works offline, so JupyterLab is told not to fetch news or look for updates.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
-LAB_DIR ?= notebooks
+LAB_DIR ?= .
 LANGUAGE ?= en
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
@@ -20,16 +20,18 @@ help:
 $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt -c requirements-lock.txt -e .
-	@# offline-friendly JupyterLab: never ask to fetch news from the internet
+	@# JupyterLab defaults for the series: never ask to fetch news from the internet (it works
+	@# offline), and render every cell so a long lesson's widgets and figures are all on the page
 	@mkdir -p $(VENV)/share/jupyter/lab/settings
-	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' \
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"},' \
+	  '"@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}' \
 	  > $(VENV)/share/jupyter/lab/settings/overrides.json
 	@touch $@
 
 setup: $(STAMP) ## create .venv and install the pinned dependencies (skipped when up to date)
 
 lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (the URL with its token is printed)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(LAB_DIR) \
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(LAB_DIR) --LabApp.default_url=/lab/tree/notebooks \
 	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill), hygiene, browser

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -91,7 +92,8 @@ def installed_versions() -> dict[str, str]:
 
 
 def write_copies(out: Path, folder: Path = Path("notebooks")) -> list[Path]:
-    """Write en/, zh/ and student/ copies of every lesson under `out`."""
+    """Write en/, zh/ and student/ copies of every lesson under `out`, with the figures they link to."""
+    shutil.copytree(folder.parent / "figures", out / "figures", dirs_exist_ok=True)  # lessons link ../figures/
     written = []
     for path in lesson_paths(folder):
         nb = nbformat.read(path, as_version=4)

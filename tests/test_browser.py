@@ -38,12 +38,14 @@ def chinese_copy(lesson: Path, folder: Path) -> None:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     playwright_api = pytest.importorskip("playwright.sync_api")
-    folder = tmp_path_factory.mktemp("lessons")
+    root = tmp_path_factory.mktemp("series")
+    (root / "notebooks").mkdir()
+    shutil.copytree(ROOT / "figures", root / "figures")  # lessons show ../figures/*.png
     for lesson in LESSONS:
-        chinese_copy(lesson, folder)
+        chinese_copy(lesson, root / "notebooks")
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)
     SCREENSHOTS.mkdir(parents=True)
-    with running_lab(folder) as (base, _, token):
+    with running_lab(root) as (base, _, token):
         with playwright_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -66,6 +68,7 @@ def run_all_cells(page) -> None:
             const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputPrompt')];
             return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
         }""", arg=panel, timeout=120_000)
+    page.wait_for_selector(f"{panel} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
 
 
 def move_first_widget(page, cell) -> None:
@@ -74,9 +77,11 @@ def move_first_widget(page, cell) -> None:
     dropdown = cell.locator(".widget-dropdown select")
     toggle = cell.locator(".widget-toggle-button:not(.mod-active)")
     if slider.count():
-        slider.first.focus()
+        handle = slider.first
+        at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+        handle.focus()
         for _ in range(3):
-            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
     elif dropdown.count():
         options = dropdown.first.locator("option").all_text_contents()
         current = dropdown.first.input_value()
@@ -88,25 +93,31 @@ def move_first_widget(page, cell) -> None:
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_lesson_runs_and_widget_redraws(page, lesson):
     page, base, token = page
-    page.goto(f"{base}/lab/tree/{lesson.name}?token={token}")
+    page.goto(f"{base}/lab/tree/notebooks/{lesson.name}?token={token}")
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     panel.locator(".jp-Notebook").wait_for()
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-    panel.locator(".jp-Cell").first.click()  # menu commands act on the focused notebook
-    run_all_cells(page)
+    panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    if page.locator(".jp-Dialog").count():  # a slow kernel start can ask which kernel to use
+        page.click(".jp-Dialog .jp-mod-accept")
+    # menus act on the focused notebook: click this lesson's own tab to make sure it is the one
+    page.click(f"#jp-main-dock-panel .lm-TabBar-tab:has-text('{lesson.name}')")
+    try:
+        run_all_cells(page)
+        errors = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        assert errors.count() == 0, errors.first.inner_text()
+        broken = panel.locator(".jp-RenderedMarkdown img").evaluate_all(
+            "imgs => imgs.filter(i => i.complete && i.naturalWidth === 0).map(i => i.getAttribute('src'))")
+        assert not broken, f"images that do not load: {broken}"
 
-    errors = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    assert errors.count() == 0, errors.first.inner_text()
-
-    cell = panel.locator(".jp-CodeCell:has(.jupyter-widgets)").first
-    cell.scroll_into_view_if_needed()
-    figure = cell.locator(".jp-OutputArea-output img").last
-    before = figure.get_attribute("src")
-    move_first_widget(page, cell)
-    # the redraw replaces the image element, so look it up again inside the cell each time
-    page.wait_for_function(
-        "([cell, old]) => { const imgs = cell.querySelectorAll('.jp-OutputArea-output img');"
-        " return imgs.length && imgs[imgs.length - 1].getAttribute('src') !== old; }",
-        arg=[cell.element_handle(), before], timeout=30_000)
-    cell.locator(".jp-OutputArea").scroll_into_view_if_needed()
-    page.screenshot(path=str(SCREENSHOTS / f"{lesson.stem}.png"))
+        cell = panel.locator(".jp-CodeCell:has(.jupyter-widgets)").first
+        cell.scroll_into_view_if_needed()
+        before = cell.locator(".jp-OutputArea-output img").last.get_attribute("src")
+        move_first_widget(page, cell)
+        # the redraw replaces the image element, so look it up again inside the cell each time
+        page.wait_for_function(
+            "([cell, old]) => { const imgs = cell.querySelectorAll('.jp-OutputArea-output img');"
+            " return imgs.length && imgs[imgs.length - 1].getAttribute('src') !== old; }",
+            arg=[cell.element_handle(), before], timeout=30_000)
+        cell.locator(".jp-OutputArea").scroll_into_view_if_needed()
+    finally:  # a screenshot also when it fails: it shows what the learner would have seen
+        page.screenshot(path=str(SCREENSHOTS / f"{lesson.stem}.png"))

@@ -57,3 +57,12 @@ def test_figures_are_made_by_code(tmp_path):
     committed = Path(__file__).resolve().parents[1] / "figures"
     for path in written:
         assert (committed / path.name).is_file(), f"run `make figures`: {path.name} is not in figures/"
+
+
+def test_bold_chinese_logs_nothing(caplog):
+    plotting.set_language("zh")
+    fig = plt.figure()
+    fig.text(0.1, 0.5, "粗体 bold", fontweight="bold")
+    fig.canvas.draw()
+    plt.close(fig)
+    assert "Failed to find font" not in caplog.text

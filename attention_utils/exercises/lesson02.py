@@ -1,0 +1,74 @@
+"""Checkers for lesson 2: lengths, angles and the geometric form of the dot product."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+
+from ..data import TOKENS, example_inputs
+from . import check_tensor_answer, feedback, missing
+
+
+def _degrees(i: int, j: int) -> float:
+    """The angle between tokens i and j in degrees, computed in float64 with plain Python."""
+    a, b = example_inputs().double().tolist()[i], example_inputs().double().tolist()[j]
+    dot = sum(x * y for x, y in zip(a, b))
+    cosine = dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+    return math.degrees(math.acos(max(-1.0, min(1.0, cosine))))
+
+
+def check_angle_your_step(answer: object) -> None:
+    """The angle between "Your" and "step", in degrees."""
+    expected = _degrees(0, 5)
+    if missing(answer):
+        return
+    value = answer.item() if isinstance(answer, torch.Tensor) and answer.numel() == 1 else answer
+    if not isinstance(value, (int, float)):
+        return feedback(False, "Give one number (a float or a 0-d tensor), in degrees.", "请给出一个数（浮点数或 0 维张量），单位是度。")
+    if abs(value - expected) < 0.05:
+        return feedback(True, f"The angle between Your and step is {expected:.2f}°.", f"Your 与 step 的夹角是 {expected:.2f}°。")
+    if abs(value - math.radians(expected)) < 1e-3:
+        return feedback(False, "That is the angle in radians; convert it with torch.rad2deg (or multiply by 180/π).",
+                        "这是弧度值；请用 torch.rad2deg 转换（或乘以 180/π）。")
+    if abs(value - math.cos(math.radians(expected))) < 1e-3:
+        return feedback(False, "That is the cosine; take its arccos to get the angle.", "这是余弦值；再取 arccos 才是夹角。")
+    feedback(False, "Divide the dot product by both lengths, take arccos, then convert to degrees.",
+             "先用点积除以两个向量的长度，再取 arccos，最后换算成度。")
+
+
+def check_widest_pair(answer: object) -> None:
+    """The two different tokens whose vectors are furthest apart in angle."""
+    pairs = itertools.combinations(range(len(TOKENS)), 2)
+    i, j = max(pairs, key=lambda pair: _degrees(*pair))
+    expected = {TOKENS[i].lower(), TOKENS[j].lower()}
+    if missing(answer):
+        return
+    given = [a.strip().lower() for a in answer if isinstance(a, str)] if isinstance(answer, (tuple, list, set)) else []
+    if len(given) != 2 or len(set(given)) != 2:
+        return feedback(False, 'Answer with two different tokens, e.g. ("Your", "with").', '请给出两个不同的词元，例如 ("Your", "with")。')
+    correct = set(given) == expected
+    feedback(
+        correct,
+        f"{TOKENS[i]} and {TOKENS[j]} are {_degrees(i, j):.1f}° apart, the widest angle in the sentence."
+        if correct else "Compute the angle for every pair (a 6 × 6 matrix), skip the diagonal, and find the largest.",
+        f"{TOKENS[i]} 与 {TOKENS[j]} 相差 {_degrees(i, j):.1f}°，是整句话中夹角最大的一对。"
+        if correct else "先算出所有词对的夹角（6 × 6 矩阵），跳过对角线，再找最大值。",
+    )
+
+
+def check_dot_from_angles(answer: object) -> None:
+    """The 6x6 matrix |a| |b| cos(theta) for all pairs, which must equal every dot product."""
+    rows = example_inputs().tolist()
+    expected = torch.tensor([[sum(x * y for x, y in zip(a, b)) for b in rows] for a in rows])
+    lengths = [math.sqrt(sum(x * x for x in a)) for a in rows]
+    degrees_as_radians = torch.tensor(  # the usual slip: feeding degrees to torch.cos
+        [[la * lb * math.cos(_degrees(i, j)) for j, lb in enumerate(lengths)] for i, la in enumerate(lengths)]
+    )
+    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
+        answer.detach().float(), degrees_as_radians.float(), atol=1e-3
+    ):
+        return feedback(False, "torch.cos expects radians: convert the angles with torch.deg2rad first.",
+                        "torch.cos 需要弧度：请先用 torch.deg2rad 把角度换算成弧度。")
+    check_tensor_answer(answer, expected, "The matrix |a| |b| cos θ for all pairs", "所有词对的 |a| |b| cos θ 矩阵")
