@@ -23,16 +23,23 @@ def missing(answer: object) -> bool:
     return False
 
 
+def has_form(answer: object, shape: tuple[int, ...], what_en: str, what_zh: str) -> bool:
+    """True when `answer` is a tensor of `shape`; otherwise print what is wrong with its form."""
+    if not isinstance(answer, torch.Tensor):
+        feedback(False, f"{what_en} should be a torch.Tensor, got {type(answer).__name__}.",
+                 f"{what_zh}应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
+        return False
+    if tuple(answer.shape) != tuple(shape):
+        feedback(False, f"{what_en} should have shape {tuple(shape)}, got {tuple(answer.shape)}.",
+                 f"{what_zh}的形状应为 {tuple(shape)}，你的是 {tuple(answer.shape)}。")
+        return False
+    return True
+
+
 def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, what_zh: str, atol: float = 1e-4) -> None:
     """Compare a tensor answer with the expected one: type, then shape, then values."""
-    if missing(answer):
+    if missing(answer) or not has_form(answer, expected.shape, what_en, what_zh):
         return
-    if not isinstance(answer, torch.Tensor):
-        return feedback(False, f"{what_en} should be a torch.Tensor, got {type(answer).__name__}.",
-                        f"{what_zh}应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
-    if answer.shape != expected.shape:
-        return feedback(False, f"{what_en} should have shape {tuple(expected.shape)}, got {tuple(answer.shape)}.",
-                        f"{what_zh}的形状应为 {tuple(expected.shape)}，你的是 {tuple(answer.shape)}。")
     if not torch.allclose(answer.detach().float(), expected.float(), atol=atol):
         return feedback(False, f"{what_en} has the right shape but different values; check each step.",
                         f"{what_zh}形状正确，但数值不对；请逐步检查计算过程。")

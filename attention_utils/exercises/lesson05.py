@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..data import example_inputs
-from . import check_tensor_answer, feedback, missing
+from . import check_tensor_answer, feedback, has_form, missing
 
 
 def _projections(seed: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -54,12 +54,8 @@ def check_padding_mask(answer: object) -> None:
     causal = torch.ones(6, 6, dtype=torch.bool).triu(diagonal=1)
     is_pad = torch.arange(6)[None, :] >= torch.tensor([6, 4])[:, None]  # (2, 6)
     expected = causal | is_pad[:, None, :]  # (2, 6, 6)
-    if not isinstance(answer, torch.Tensor):
-        return feedback(False, f"The mask should be a torch.Tensor, got {type(answer).__name__}.",
-                        f"掩码应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
-    if answer.shape != expected.shape:
-        return feedback(False, f"The mask should have shape (2, 6, 6), got {tuple(answer.shape)}; combine (6, 6) with (2, 1, 6).",
-                        f"掩码的形状应为 (2, 6, 6)，你的是 {tuple(answer.shape)}；可以把 (6, 6) 与 (2, 1, 6) 组合起来。")
+    if not has_form(answer, (2, 6, 6), "The mask (combine (6, 6) with (2, 1, 6))", "掩码（可以把 (6, 6) 与 (2, 1, 6) 组合起来）"):
+        return
     if answer.dtype != torch.bool:
         return feedback(False, "Use a boolean mask (True = hide), for example with | between boolean tensors.",
                         "请使用布尔掩码（True 表示遮住），例如用 | 连接两个布尔张量。")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..modules import FusedMultiHeadAttention, MultiHeadAttention
-from . import feedback, missing
+from . import feedback, has_form, missing
 
 # Exercise 1 builds its source module with this seed and these sizes (the notebook does the same).
 SOURCE_SEED = 8
@@ -107,12 +107,8 @@ def check_sdpa_mask(answer: object) -> None:
         return
     length = 5
     may_attend = torch.ones(length, length, dtype=torch.bool).tril()  # row i: keys 0..i
-    if not isinstance(answer, torch.Tensor):
-        return feedback(False, f"fixed_mask should be a torch.Tensor, got {type(answer).__name__}.",
-                        f"fixed_mask 应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
-    if answer.shape != may_attend.shape:
-        return feedback(False, f"fixed_mask should have shape (5, 5), got {tuple(answer.shape)}.",
-                        f"fixed_mask 的形状应为 (5, 5)，你的是 {tuple(answer.shape)}。")
+    if not has_form(answer, (length, length), "fixed_mask", "fixed_mask "):
+        return
     if answer.dtype != torch.bool:
         additive = torch.zeros(length, length).masked_fill(~may_attend, float("-inf"))
         if answer.is_floating_point() and torch.equal(answer, additive):
