@@ -159,8 +159,9 @@ class MultiHeadAttention(nn.Module):
 class FusedMultiHeadAttention(nn.Module):
     """Multi-head attention as fast as PyTorch allows: one QKV projection and one fused SDPA call.
 
-    torch's scaled_dot_product_attention never stores the (T, T) weights and, told the mask is
-    causal, skips the blocks above the diagonal; the book's version materializes both.
+    torch's scaled_dot_product_attention never stores the (T, T) attention weights and, told that
+    the mask is causal, skips the blocks above the diagonal; the book's version computes every
+    score, masks half of them and keeps the whole matrix in memory.
     """
 
     def __init__(
@@ -197,6 +198,18 @@ class FusedMultiHeadAttention(nn.Module):
         fused.out_proj.load_state_dict(mha.out_proj.state_dict())
         return fused.to(mha.out_proj.weight)  # same device and dtype as the source
 
+    def project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values for every head from one matrix multiply instead of three."""
+        b, num_tokens, _ = x.shape
+        qkv = self.qkv(x).view(b, num_tokens, 3, self.num_heads, self.head_dim)  # (b, T, 3, h, head_dim)
+        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)  # each (b, h, T, head_dim)
+        return queries, keys, values
+
+    def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
+        """Put the heads' context vectors side by side and mix them with out_proj."""
+        b, _, num_tokens, _ = context.shape
+        return self.out_proj(context.transpose(1, 2).reshape(b, num_tokens, self.d_out))  # (b, T, d_out)
+
     def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Causal attention over x (b, T, d_in); `padding_mask` (b, T) is True at padding tokens to ignore.
 
@@ -213,8 +226,7 @@ class FusedMultiHeadAttention(nn.Module):
             hidden_keys = padding_mask[:, None, None, :]  # (b, 1, 1, T): the same keys for every head and query
             check_mask(hidden_keys, torch.Size((b, self.num_heads, num_tokens, num_tokens)))
             attn_mask = ~(causal_mask(num_tokens, x.device) | hidden_keys)  # (b, 1, T, T), True = may attend
-        qkv = self.qkv(x).view(b, num_tokens, 3, self.num_heads, self.head_dim)  # (b, T, 3, h, head_dim)
-        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)  # each (b, h, T, head_dim)
+        queries, keys, values = self.project_heads(x)  # each (b, h, T, head_dim)
         context = nn.functional.scaled_dot_product_attention(
             queries,
             keys,
@@ -223,5 +235,4 @@ class FusedMultiHeadAttention(nn.Module):
             dropout_p=self.dropout if self.training else 0.0,
             is_causal=attn_mask is None,  # the flag lets the kernel skip the future instead of masking it
         )  # (b, h, T, head_dim)
-        context = context.transpose(1, 2).reshape(b, num_tokens, self.d_out)  # (b, T, d_out)
-        return self.out_proj(context)
+        return self.combine_heads(context)

@@ -1,0 +1,128 @@
+"""The benchmark's contenders all compute the book's attention, none looks ahead, and the harness runs."""
+
+import csv
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+import attention_utils as au
+from attention_utils import bench
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENS = 7
+
+
+def book() -> au.MultiHeadAttention:
+    """A small module with biases everywhere; the same seed gives the same weights on every call."""
+    torch.manual_seed(3)
+    return au.MultiHeadAttention(8, 8, context_length=10, dropout=0.0, num_heads=2, qkv_bias=True)
+
+
+class InvertedMaskAttention(au.FusedMultiHeadAttention):
+    """The bug a public benchmark once shipped: a True = hide mask handed to SDPA, which reads True = may attend."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        queries, keys, values = self.project_heads(x)
+        future = au.causal_mask(x.shape[1])
+        return self.combine_heads(F.scaled_dot_product_attention(queries, keys, values, attn_mask=future))
+
+
+def outputs_with_changed_future(module, x: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outputs for x, and for x with every token after position t replaced by large noise."""
+    changed = x.clone()
+    changed[:, t + 1 :] = 10 * torch.randn_like(changed[:, t + 1 :])
+    with torch.inference_mode():
+        return module(x), module(changed)
+
+
+def leaks_future(module, x: torch.Tensor, t: int) -> bool:
+    """True when some output at a position <= t depends on the tokens after t."""
+    before, after = outputs_with_changed_future(module, x, t)
+    return not torch.allclose(before[:, : t + 1], after[:, : t + 1], atol=1e-6)
+
+
+@pytest.mark.parametrize("key", bench.IMPLEMENTATIONS)
+def test_every_contender_computes_the_books_attention(key):
+    implementation = bench.IMPLEMENTATIONS[key]
+    module = implementation.build(book())
+    x = torch.randn(3, TOKENS, 8)
+    expected = book()(x)
+    with torch.inference_mode():  # inference: nn.MultiheadAttention takes its fast path here
+        assert torch.allclose(module.eval()(x), expected, atol=1e-5)
+    if "training" in implementation.modes and key != "fused_dropout":  # with dropout the numbers must differ
+        assert torch.allclose(module.train()(x), expected, atol=1e-5)
+
+
+def test_the_dropout_contender_drops_in_training():
+    module = bench.IMPLEMENTATIONS["fused_dropout"].build(book()).train()
+    x = torch.randn(3, TOKENS, 8)
+    assert not torch.allclose(module(x), module(x))
+
+
+@pytest.mark.parametrize("key", bench.IMPLEMENTATIONS)
+def test_every_contender_is_causal(key):
+    module = bench.IMPLEMENTATIONS[key].build(book()).eval()
+    x = torch.randn(2, TOKENS, 8)
+    for t in range(TOKENS - 1):
+        assert not leaks_future(module, x, t), f"{key} looks past position {t}"
+        before, after = outputs_with_changed_future(module, x, t)
+        assert not torch.allclose(before[:, t + 1 :], after[:, t + 1 :], atol=1e-6)  # the change is visible later
+
+
+def test_the_causality_check_catches_an_inverted_mask():
+    inverted = InvertedMaskAttention.from_multihead(book()).eval()
+    x = torch.randn(2, TOKENS, 8)
+    assert all(leaks_future(inverted, x, t) for t in range(TOKENS - 1))
+
+
+def test_loglog_slope_recovers_the_exponent():
+    lengths = [128, 256, 512, 1024]
+    assert math.isclose(bench.loglog_slope(lengths, [3 * t**2 for t in lengths]), 2.0)
+    assert math.isclose(bench.loglog_slope(lengths, [0.5 * t for t in lengths]), 1.0)
+
+
+def summary(fused_ms: float, fused_mib: float) -> dict:
+    """Results holding the three rows the checks read: fused, bare and book at inference, T=1024."""
+    rows = [
+        {"implementation": key, "mode": "inference", "length": 1024, "median_ms": ms, "memory_mib": mib}
+        for key, ms, mib in (("fused", fused_ms, fused_mib), ("bare", 100.0, 100.0), ("book", 300.0, 1000.0))
+    ]
+    return {"rows": rows, "ratios": [{"mode": "inference", "length": 1024, "fused_over_bare": fused_ms / 100.0}]}
+
+
+def test_checks_are_ratios_of_medians():
+    assert all(passed for _, passed in bench.check(summary(fused_ms=104.0, fused_mib=140.0)))
+    too_slow = [passed for _, passed in bench.check(summary(fused_ms=110.0, fused_mib=140.0))]
+    assert too_slow == [False, True, True]
+    too_big = [passed for _, passed in bench.check(summary(fused_ms=100.0, fused_mib=160.0))]
+    assert too_big == [True, True, False]
+
+
+def test_readme_section_is_replaced_between_the_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench:start -->\nold table\n<!-- bench:end -->\nafter\n", encoding="utf-8")
+    bench.update_readme("new table", readme)
+    assert readme.read_text(encoding="utf-8") == "intro\n<!-- bench:start -->\nnew table\n<!-- bench:end -->\nafter\n"
+
+
+def test_quick_run_writes_one_row_per_configuration(tmp_path):
+    figure = ROOT / "figures" / "bench_time.png"
+    stamp = figure.stat().st_mtime_ns if figure.exists() else None
+    result = subprocess.run(
+        [sys.executable, "-m", "attention_utils.bench", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "results.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    runs = [(key, mode, length) for (mode, length), keys in bench.plan(bench.QUICK).items() for key in keys]
+    assert sorted((row["implementation"], row["mode"], int(row["length"])) for row in rows) == sorted(runs)
+    uncompiled = {key for key, implementation in bench.IMPLEMENTATIONS.items() if not implementation.compiles}
+    assert {row["implementation"] for row in rows} == uncompiled
+    assert (tmp_path / "bench_time.png").exists() and (tmp_path / "bench_memory.png").exists()
+    assert (figure.stat().st_mtime_ns if figure.exists() else None) == stamp  # --quick leaves figures/ alone
