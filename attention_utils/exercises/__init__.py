@@ -23,6 +23,14 @@ def missing(answer: object) -> bool:
     return False
 
 
+def as_whole_number(answer: object) -> int | None:
+    """The answer as an int (2.0 and 0-d tensors count), or None when it is not a whole number."""
+    value = answer.item() if isinstance(answer, torch.Tensor) else answer
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def has_form(answer: object, shape: tuple[int, ...], what_en: str, what_zh: str) -> bool:
     """True when `answer` is a tensor of `shape`; otherwise print what is wrong with its form."""
     if not isinstance(answer, torch.Tensor):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..modules import FusedMultiHeadAttention, MultiHeadAttention
-from . import feedback, has_form, missing
+from . import as_whole_number, feedback, has_form, missing
 
 # Exercise 1 builds its source module with this seed and these sizes (the notebook does the same).
 SOURCE_SEED = 8
@@ -77,10 +77,8 @@ def check_attention_bytes(answer: object) -> None:
         return
     batch, heads, length, size = 4, 16, 4096, torch.tensor([], dtype=torch.bfloat16).element_size()
     expected = batch * heads * length * length * size
-    value = answer.item() if isinstance(answer, torch.Tensor) else answer
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool):
+    value = as_whole_number(answer)
+    if value is None:
         return feedback(False, "Give a whole number of bytes (an int).", "请给出字节数，一个整数（int）。")
     if value == expected:
         return feedback(True, f"{expected:,} bytes = {expected / 2**30:g} GiB for one attention matrix of one layer.",
