@@ -1,8 +1,9 @@
-"""Figures for the series: bilingual labels, a CJK font that works offline, and heatmaps.
+"""Figures for the series: bilingual labels, a Chinese font that works offline, and heatmaps.
 
-Plot text follows one language setting ("en" or "zh"). Chinese needs a CJK font; we register
-Noto Sans CJK from the `manimgx-fonts-cjk` wheel, so a fresh laptop renders real glyphs
-without any system font or download.
+Plot text follows one language setting ("en" or "zh"). Chinese needs a CJK font. The series
+ships one: Noto Sans SC Regular (SIL Open Font License) from the pinned `pylopdf-fonts-zh-cn`
+package, a static font with Simplified Chinese glyph forms. It is preferred over any system
+font, so every machine draws the same regular-weight Chinese and the figures are reproducible.
 """
 
 from __future__ import annotations
@@ -19,8 +20,21 @@ from matplotlib import font_manager
 from .checks import bilingual
 
 LANGUAGES = ("en", "zh")
-CJK_FAMILY = "Noto Sans CJK SC"
-_SYSTEM_CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "WenQuanYi Micro Hei", "Source Han Sans SC")
+BUNDLED_FONT_PACKAGE = "pylopdf_fonts_zh_cn"
+BUNDLED_FONT_FILE = "NotoSansSC-Regular.otf"
+# The Chinese font in use is registered under a family name of its own, so a system font that happens
+# to share its name (perhaps a thin variable "Noto Sans SC") can never be picked in its place.
+CHINESE_FAMILY = "Chinese (attention_utils)"
+# Used only when the bundled font is missing: Simplified Chinese system fonts, best first.
+SYSTEM_CJK_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Noto Sans SC",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "WenQuanYi Micro Hei",
+)
+REGULAR, BOLD = 400, 700
 _state = {"language": "en"}
 
 
@@ -47,42 +61,67 @@ def text(en: str, zh: str) -> str:
     return zh if _state["language"] == "zh" else en
 
 
-def _register_bundled_font() -> str | None:
-    """Register the Simplified Chinese face of the bundled Noto Sans CJK; return its family name."""
+def _weight(entry: font_manager.FontEntry) -> int:
+    """A font entry's weight as a number (matplotlib stores 400 or "normal", 700 or "bold")."""
+    return entry.weight if isinstance(entry.weight, int) else font_manager.weight_dict.get(entry.weight, REGULAR)
+
+
+def _candidate_fonts():
+    """Yield (font file, family name) pairs to try for Chinese text, most reliable first.
+
+    The bundled font comes first: it is pinned, regular weight and tested. A system font is used
+    only without it, and only a regular or medium face of a known Simplified Chinese family:
+    a thin face would draw hairline strokes next to regular Latin text.
+    """
     try:
-        font_dir = importlib.resources.files("manimgx_fonts_cjk")
+        bundled = importlib.resources.files(BUNDLED_FONT_PACKAGE) / BUNDLED_FONT_FILE
     except ModuleNotFoundError:
-        return None
-    font_file = next((f for f in font_dir.iterdir() if f.name.endswith((".ttc", ".otf", ".ttf"))), None)
-    if font_file is None:
-        return None
+        bundled = None
+    if bundled is not None and bundled.is_file():
+        yield str(bundled), "Noto Sans SC"
+    installed = list(font_manager.fontManager.ttflist)
+    for family in SYSTEM_CJK_FAMILIES:
+        for entry in installed:
+            if entry.name == family and entry.style == "normal" and REGULAR <= _weight(entry) <= 500:
+                yield entry.fname, family
+
+
+def _register(path: str, family: str) -> bool:
+    """Register the regular face `family` of the font file at `path` as CHINESE_FAMILY; True if found.
+
+    The face is registered for normal and for bold text: matplotlib cannot embolden a font, and
+    without a bold entry it logs "Failed to find font weight" on stderr for every bold label.
+    Bold Chinese therefore keeps regular strokes.
+    """
     manager = font_manager.fontManager
     before = len(manager.ttflist)
-    manager.addfont(str(font_file))
-    added = manager.ttflist[before:]
-    # The file is a variable font whose default instance declares weight 100. We register the SC
-    # face as normal and as bold so matplotlib picks it for either without a "weight not found"
-    # log on stderr (bold Chinese then draws with the same strokes as normal text).
-    sc_faces = [entry for entry in added if entry.name == CJK_FAMILY]
-    manager.ttflist[before:] = [dataclasses.replace(entry, weight=weight) for entry in sc_faces for weight in (400, 700)]
-    return CJK_FAMILY
+    manager.addfont(path)  # this also clears matplotlib's cache of font look-ups
+    faces = [entry for entry in manager.ttflist[before:] if entry.name == family and entry.style == "normal"]
+    regular = min(faces, key=lambda entry: abs(_weight(entry) - REGULAR), default=None)
+    manager.ttflist[before:] = (
+        [dataclasses.replace(regular, name=CHINESE_FAMILY, weight=weight) for weight in (REGULAR, BOLD)]
+        if regular is not None
+        else []
+    )
+    return regular is not None
 
 
 def use_cjk_font() -> str:
-    """Make Chinese text render with real glyphs; return the CJK font family in use."""
-    installed = {entry.name for entry in font_manager.fontManager.ttflist}
-    family = next((name for name in _SYSTEM_CJK_FAMILIES if name in installed), None)
-    family = family or _register_bundled_font()
-    if family is None:
-        raise RuntimeError(
-            bilingual(
-                "No Chinese font found for matplotlib; run `make setup` (or pip install manimgx-fonts-cjk) and restart the kernel.",
-                "matplotlib 找不到中文字体；请运行 `make setup`（或 pip install manimgx-fonts-cjk）后重启内核。",
+    """Make Chinese text render with real glyphs at regular weight; return the font file in use."""
+    manager = font_manager.fontManager
+    if not any(entry.name == CHINESE_FAMILY for entry in manager.ttflist):
+        if not any(_register(path, family) for path, family in _candidate_fonts()):
+            raise RuntimeError(
+                bilingual(
+                    "matplotlib has no Chinese font: run `make setup` (or `pip install pylopdf-fonts-zh-cn==0.1.1`) "
+                    "in the series' environment, then restart the kernel.",
+                    "matplotlib 找不到中文字体：请在本系列的环境中运行 `make setup`"
+                    "（或 `pip install pylopdf-fonts-zh-cn==0.1.1`），然后重启内核。",
+                )
             )
-        )
-    # DejaVu Sans first keeps Latin text and minus signs as they always were; CJK falls back.
-    matplotlib.rcParams["font.family"] = ["DejaVu Sans", family]
-    return family
+    # DejaVu Sans first keeps Latin text and minus signs as they always were; Chinese falls back.
+    matplotlib.rcParams["font.family"] = ["DejaVu Sans", CHINESE_FAMILY]
+    return next(entry.fname for entry in manager.ttflist if entry.name == CHINESE_FAMILY)
 
 
 def show_heatmaps(
