@@ -2,27 +2,73 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import torch
 
 from ..data import TOKENS, example_inputs
 from . import check_tensor_answer, feedback, missing
 
+# Plain Python lists on which the learner's dot(a, b) is tried: `@` and torch.dot need tensors, so
+# only a loop (or sum over zip) gets through, and the lengths 3 and 4 catch a loop fixed at range(3).
+TRIALS = (([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]), ([0.5, -1.0, 2.0, 4.0], [2.0, 3.0, -0.5, 0.25]))
 
-def check_step_one_score(answer: object) -> None:
-    """The dot product of "step" and "one", written as a loop over the three features."""
-    inputs = example_inputs()
-    expected = sum(a * b for a, b in zip(inputs[5].tolist(), inputs[4].tolist()))  # 0.05*0.77 + 0.80*0.25 + 0.55*0.10
-    if missing(answer):
+
+def _one_number(result: object) -> float | None:
+    """The result as a float when it is one number (a 0-d or one-element tensor counts), else None."""
+    if isinstance(result, torch.Tensor):
+        return float(result.item()) if result.numel() == 1 else None
+    if isinstance(result, (int, float)) and not isinstance(result, bool):
+        return float(result)
+    return None
+
+
+def _count(result: object) -> int | None:
+    """How many numbers a list, tuple or tensor holds; None for anything else."""
+    if isinstance(result, torch.Tensor):
+        return result.numel()
+    return len(result) if isinstance(result, (list, tuple)) else None
+
+
+def check_dot_loop(dot: object) -> None:
+    """The learner's dot(a, b): a loop over matching entries that adds up their products."""
+    if missing(dot):
         return
-    value = answer.item() if isinstance(answer, torch.Tensor) else answer
-    if not isinstance(value, (int, float)):
-        return feedback(False, "Give one number (a float or a 0-d tensor).", "请给出一个数（浮点数或 0 维张量）。")
-    correct = abs(value - expected) < 1e-4
-    feedback(
-        correct,
-        f"step · one = {expected:.4f}." if correct else "Multiply the three pairs of features and add the products.",
-        f"step · one = {expected:.4f}。" if correct else "把三对特征分别相乘，再把乘积加起来。",
-    )
+    if not callable(dot):
+        return feedback(False, "Define a function dot(a, b) and pass the function itself: check.check_dot_loop(dot).",
+                        "请定义函数 dot(a, b)，并把函数本身传进来：check.check_dot_loop(dot)。")
+    step, one = example_inputs()[5].tolist(), example_inputs()[4].tolist()
+    for a, b in (*TRIALS, (step, one)):
+        expected = sum(x * y for x, y in zip(a, b))
+        try:
+            result = dot(list(a), list(b))
+        except TypeError:
+            return feedback(False, "dot(a, b) must also work on plain Python lists: loop over the entries with zip(a, b) "
+                                   "instead of using @ or torch.dot.",
+                            "dot(a, b) 也要能处理普通的 Python 列表：请用 zip(a, b) 逐个遍历元素，不要用 @ 或 torch.dot。")
+        except IndexError:
+            return feedback(False, "dot(a, b) reads past the end of a vector: loop with zip(a, b) or range(len(a)), "
+                                   "not a fixed range(3).",
+                            "dot(a, b) 越过了向量的末尾：请用 zip(a, b) 或 range(len(a)) 来循环，不要写死 range(3)。")
+        if result is None:
+            return feedback(False, "dot(a, b) returns None: finish the loop and return the total.",
+                            "dot(a, b) 返回了 None：请把循环写完，并用 return 返回总和。")
+        value = _one_number(result)
+        if value is None and _count(result) == len(a):
+            return feedback(False, f"dot(a, b) returns {len(a)} numbers, the products one by one: add the products "
+                                   "and return their sum.",
+                            f"dot(a, b) 返回了 {len(a)} 个数，也就是逐个的乘积：请把这些乘积加起来，返回它们的和。")
+        if value is None:
+            return feedback(False, f"dot(a, b) should return one number, got {type(result).__name__}.",
+                            f"dot(a, b) 应该返回一个数，而你的函数返回的是 {type(result).__name__}。")
+        if not math.isclose(value, expected, abs_tol=1e-4):
+            return feedback(False, f"dot({a}, {b}) should be {expected:.4f}, got {value:.4f}. Multiply every pair of "
+                                   "matching entries (all of them, however long the vectors are) and add the products.",
+                            f"dot({a}, {b}) 应为 {expected:.4f}，你的结果是 {value:.4f}。请把每一对对应元素相乘"
+                            "（不管向量有多长，一个都不能漏），再把乘积加起来。")
+    feedback(True, f"Your loop works on any length; step · one = {expected:.4f}.",
+             f"你的循环适用于任意长度的向量；step · one = {expected:.4f}。")
 
 
 def check_cosine_matrix(answer: object) -> None:
@@ -32,20 +78,43 @@ def check_cosine_matrix(answer: object) -> None:
     check_tensor_answer(answer, unit @ unit.T, "The cosine matrix", "余弦相似度矩阵")
 
 
-def check_closest_to_with(answer: object) -> None:
-    """The token (other than "with" itself) whose direction is closest to "with"."""
-    inputs = example_inputs()
-    unit = inputs / inputs.norm(dim=1, keepdim=True)
-    cosines = unit @ unit[3]
-    cosines[3] = -1.0
-    expected = TOKENS[int(cosines.argmax())]
+def _ranking(scores: list[float], skip: int) -> list[str]:
+    """The tokens other than `skip`, sorted from the highest score to the lowest."""
+    order = sorted((i for i in range(len(TOKENS)) if i != skip), key=lambda i: scores[i], reverse=True)
+    return [TOKENS[i] for i in order]
+
+
+def check_ranking_for_step(answer: object) -> None:
+    """The five other tokens ranked by cosine similarity with "step", closest direction first."""
+    rows = example_inputs().double().tolist()
+    step = rows[5]
+    dots = [sum(x * y for x, y in zip(row, step)) for row in rows]
+    lengths = [math.sqrt(sum(x * x for x in row)) for row in rows]
+    cosines = [dot / (length * lengths[5]) for dot, length in zip(dots, lengths)]
+    expected = _ranking(cosines, skip=5)
     if missing(answer):
         return
-    correct = isinstance(answer, str) and answer.strip().lower() == expected.lower()
+    if not isinstance(answer, (list, tuple)) or not all(isinstance(a, str) for a in answer):
+        return feedback(False, 'Answer with a list of token strings, e.g. ["journey", "Your", ...].',
+                        '请用由词元字符串组成的列表作答，例如 ["journey", "Your", ...]。')
+    given = [a.strip().lower() for a in answer]
+    if "step" in given:
+        return feedback(False, 'Leave "step" itself out: rank only the five other tokens.',
+                        "请去掉“step”本身，只给其余五个词元排序。")
+    if sorted(given) != sorted(t.lower() for t in expected):
+        return feedback(False, "Give each of the five other tokens exactly once.", "其余五个词元每个都要出现，而且只出现一次。")
+    if given == [t.lower() for t in _ranking(dots, skip=5)]:
+        return feedback(False, "That is the order of the dot products: long vectors jump ahead. Rank by cosine instead.",
+                        "这是按点积排出的顺序，长向量会排到前面。请改为按余弦值排序。")
+    if given == [t.lower() for t in reversed(expected)]:
+        return feedback(False, "The right order, but reversed: put the closest direction first.",
+                        "顺序对了，但方向反了：请把方向最接近的词元放在最前面。")
+    correct = given == [t.lower() for t in expected]
+    pairs = [f"{TOKENS[i]} {cosines[i]:.4f}" for i in sorted(range(5), key=lambda i: -cosines[i])]
     feedback(
         correct,
-        f'"{expected}" points in almost the same direction as "with" (cosine {cosines.max():.4f}).'
-        if correct else "Compare cosines, not raw dot products, and skip the token itself.",
-        f"“{expected}”与“with”的方向几乎一致（余弦 {cosines.max():.4f}）。"
-        if correct else "请比较余弦值而不是原始点积，并跳过它自己。",
+        f"Ranked by cosine with step: {', '.join(pairs)}." if correct else
+        "Not the cosine order yet: sort the row of the cosine matrix for step, highest first.",
+        f"按与“step”的余弦值排序：{'，'.join(pairs)}。" if correct else
+        "还不是按余弦值排出的顺序：请把余弦相似度矩阵中“step”那一行从大到小排序。",
     )
