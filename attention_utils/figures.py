@@ -24,13 +24,15 @@ def attention_pipeline() -> plt.Figure:
     inputs = example_inputs()
     scores = inputs @ inputs.T
     weights = torch.softmax(scores, dim=-1)
+    # Titles name each matrix: A for the weights and Z for the context vectors (lesson 4's Z);
+    # W is kept for the projection matrices W_q, W_k, W_v that lesson 4 introduces.
     panels = [
-        (inputs, text("inputs (6 × 3)", "输入 (6 × 3)"), ["x₁", "x₂", "x₃"]),
-        (scores, text("attention scores  X Xᵀ", "注意力分数  X Xᵀ"), TOKENS),
-        (weights, text("attention weights  softmax", "注意力权重  softmax"), TOKENS),
-        (weights @ inputs, text("context vectors  W X", "上下文向量  W X"), ["z₁", "z₂", "z₃"]),
+        (inputs, text("inputs\nX (6 × 3)", "输入\nX（6 × 3）"), ["x₁", "x₂", "x₃"]),
+        (scores, text("attention scores\nX Xᵀ", "注意力分数\nX Xᵀ"), TOKENS),
+        (weights, text("attention weights\nA = softmax(X Xᵀ), row by row", "注意力权重\nA = softmax(X Xᵀ)，逐行计算"), TOKENS),
+        (weights @ inputs, text("context vectors\nZ = A X", "上下文向量\nZ = A X"), ["z₁", "z₂", "z₃"]),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.8), layout="constrained",
+    fig, axes = plt.subplots(1, 4, figsize=(12.5, 5), layout="constrained",
                              gridspec_kw={"width_ratios": [3, 6, 6, 3]})
     for ax, (matrix, title, columns) in zip(axes, panels):
         ax.imshow(matrix.numpy(), cmap="Blues")
@@ -44,8 +46,8 @@ def attention_pipeline() -> plt.Figure:
         ax.set_title(title, fontsize=11)
         ax.set_xticks(range(len(columns)), columns, rotation=45 if len(columns) == 6 else 0, fontsize=8)
         ax.set_yticks(range(6), TOKENS, fontsize=8)
-    fig.suptitle(text("Self-attention on “Your journey starts with one step”",
-                      "“Your journey starts with one step”上的自注意力"), fontsize=13)
+    fig.suptitle(text("Self-attention on the running example “Your journey starts with one step”",
+                      "例句“Your journey starts with one step”的自注意力"), fontsize=13)
     return fig
 
 
