@@ -18,6 +18,7 @@ from .modules import (
     SelfAttentionV1,
     SelfAttentionV2,
 )
+from .tiled import online_softmax, tiled_attention
 
 __all__ = [
     "setup",
@@ -37,4 +38,6 @@ __all__ = [
     "MultiHeadAttentionWrapper",
     "SelfAttentionV1",
     "SelfAttentionV2",
+    "online_softmax",
+    "tiled_attention",
 ]

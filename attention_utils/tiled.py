@@ -1,0 +1,123 @@
+"""The fused attention kernel's algorithm written out in plain torch: online softmax and tiles.
+
+`online_softmax` reads a row once, keeping a running maximum and a running sum that is rescaled
+whenever the maximum grows. `tiled_attention` applies the same bookkeeping to blocks of keys and
+blocks of queries, so the largest tensor it ever builds is one (block_q, block_k) tile of scores per
+batch and head, never the (T, T) matrix. With causal=True it skips the tiles that lie entirely
+above the diagonal and masks only inside the tiles that the diagonal crosses. These are the ideas
+behind FlashAttention (Dao et al., 2022); the real kernels do the same work in registers and
+on-chip memory instead of in Python.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import torch
+
+from .checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
+
+RANKS = (2, 3, 4, 5)  # (T, d), (b, T, d), (b, h, T, d), or one more leading dimension
+
+
+def online_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax along `dim`, reading the scores one position at a time with a running maximum and sum."""
+    scores = check_tensor(scores, "scores", ranks=(1, *RANKS))
+    rows = scores.movedim(dim, -1)  # the positions to walk through come last
+    running_max = torch.full(rows.shape[:-1], -math.inf, dtype=rows.dtype, device=rows.device)
+    running_sum = torch.zeros_like(running_max)
+    for position in range(rows.shape[-1]):
+        score = rows[..., position]
+        new_max = torch.maximum(running_max, score)
+        # the terms summed so far were exp(s - old max); multiplying by exp(old max - new max) rescales them
+        running_sum = running_sum * torch.exp(running_max - new_max) + torch.exp(score - new_max)
+        running_max = new_max
+    weights = torch.exp(rows - running_max[..., None]) / running_sum[..., None]
+    return weights.movedim(-1, dim)
+
+
+def blocks(length: int, size: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of consecutive blocks of `size` positions; the last one may be shorter."""
+    for start in range(0, length, size):
+        yield start, min(start + size, length)
+
+
+def tile_is_skipped(query_block: tuple[int, int], key_block: tuple[int, int]) -> bool:
+    """True when every key of the tile lies after every query of it: the causal rule hides it all."""
+    return key_block[0] > query_block[1] - 1
+
+
+def tile_crosses_diagonal(query_block: tuple[int, int], key_block: tuple[int, int]) -> bool:
+    """True when some key of the tile lies after some query of it, so the tile needs a mask inside."""
+    return key_block[1] - 1 > query_block[0]
+
+
+def check_shapes(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
+    """Queries and keys share d; keys and values share T; all share the leading (batch, head) sizes."""
+    if not (
+        queries.dim() == keys.dim() == values.dim()
+        and queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]
+        and queries.shape[-1] == keys.shape[-1]
+        and keys.shape[-2] == values.shape[-2]
+    ):
+        shapes = f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"
+        raise ValueError(
+            bilingual(
+                f"Got {shapes}: queries (..., T_q, d), keys (..., T_k, d) and values (..., T_k, d_v) must share "
+                "their leading sizes, queries and keys their last size d, keys and values their length T_k.",
+                f"实际形状为 {shapes}：查询 (..., T_q, d)、键 (..., T_k, d) 和值 (..., T_k, d_v) 的前导维度必须相同，"
+                "查询和键的最后一维 d 必须相同，键和值的长度 T_k 必须相同。",
+            )
+        )
+
+
+def tiled_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    block_size: int = 64,
+    causal: bool = False,
+    *,
+    block_q: int | None = None,
+    block_k: int | None = None,
+) -> torch.Tensor:
+    """softmax(Q Kᵀ / √d) V tile by tile, never storing the (T_q, T_k) matrix; same as torch's SDPA.
+
+    `block_size` sets both tile sides; `block_q` and `block_k` override one side each. With
+    causal=True query i sees keys 0..i (torch's is_causal=True).
+    """
+    queries = check_tensor(queries, "queries", ranks=RANKS)
+    keys = check_tensor(keys, "keys", ranks=RANKS)
+    values = check_tensor(values, "values", ranks=RANKS)
+    check_same_dtype({"queries": queries, "keys": keys, "values": values})
+    check_shapes(queries, keys, values)
+    check_flag(causal, "causal")
+    block_q = check_size(block_size if block_q is None else block_q, "block_q")
+    block_k = check_size(block_size if block_k is None else block_k, "block_k")
+    length_q, length_k = queries.shape[-2], keys.shape[-2]
+    scale = 1.0 / math.sqrt(queries.shape[-1])
+    outputs = []
+    for query_block in blocks(length_q, block_q):
+        q = queries[..., query_block[0] : query_block[1], :] * scale  # (..., bq, d)
+        running_max = q.new_full((*q.shape[:-1], 1), -math.inf)  # (..., bq, 1)
+        running_sum = q.new_zeros((*q.shape[:-1], 1))  # (..., bq, 1)
+        unnormalized = q.new_zeros((*q.shape[:-1], values.shape[-1]))  # (..., bq, d_v)
+        for key_block in blocks(length_k, block_k):
+            if causal and tile_is_skipped(query_block, key_block):
+                break  # this tile and every later one in the row of tiles lie above the diagonal
+            tile = q @ keys[..., key_block[0] : key_block[1], :].transpose(-2, -1)  # (..., bq, bk)
+            if causal and tile_crosses_diagonal(query_block, key_block):
+                query_index = torch.arange(*query_block, device=q.device)[:, None]
+                key_index = torch.arange(*key_block, device=q.device)[None, :]
+                tile = tile.masked_fill(key_index > query_index, -math.inf)
+            # Every row's first tile holds key 0, which every query may see, so new_max is finite from the first
+            # tile on: a row whose keys in a later tile are all hidden keeps its old maximum, and exp(-inf) = 0.
+            new_max = torch.maximum(running_max, tile.amax(dim=-1, keepdim=True))  # (..., bq, 1)
+            weights = torch.exp(tile - new_max)  # (..., bq, bk), not yet divided by the sum
+            rescale = torch.exp(running_max - new_max)  # shrinks what was summed under the old maximum; 0 at first
+            running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+            unnormalized = unnormalized * rescale + weights @ values[..., key_block[0] : key_block[1], :]
+            running_max = new_max
+        outputs.append(unnormalized / running_sum)  # divide once, at the end of the row of tiles
+    return torch.cat(outputs, dim=-2)  # (..., T_q, d_v)
