@@ -59,18 +59,25 @@ def test_padding_mask(capsys):
     assert "Correct" in verdict(capsys)
 
 
-def test_short_context(capsys):
-    torch.manual_seed(123)
-    ca = au.CausalAttention(3, 2, context_length=6, dropout=0.0)
-    batch = au.example_batch()
-    with torch.no_grad():
-        full = ca(batch)
-        short = ca(batch[:, :3])
-    lesson05.check_short_context(full)
-    assert "(2, 3, 2)" in verdict(capsys)
-    lesson05.check_short_context(short)
-    assert "Correct" in verdict(capsys)
-    lesson05.check_short_context(full[:, :3])  # causality: the same numbers
-    assert "Correct" in verdict(capsys)
-    lesson05.check_short_context(full[:, 3:])
+def test_empty_rows(capsys):
+    # by hand: left padding puts 0, 2 and 5 pads first, and each pad query sees only pads; right padding empties nothing
+    lesson05.check_empty_rows(..., [0, 0, 0])
     assert "Not yet" in verdict(capsys)
+    lesson05.check_empty_rows([6, 4, 1], [0, 0, 0])  # counted the real tokens
+    assert "real tokens" in verdict(capsys)
+    lesson05.check_empty_rows([0, 0, 0], [0, 0, 0])
+    assert "Left padding" in verdict(capsys)
+    lesson05.check_empty_rows([0, 2, 5], [0, 2, 5])  # thought right padding behaves like left padding
+    assert "Right padding" in verdict(capsys)
+    lesson05.check_empty_rows([0, 2], [0, 0, 0])
+    assert "three whole numbers" in verdict(capsys)
+    lesson05.check_empty_rows([0, 2, 5], [0, 0, 0])
+    assert "Correct" in verdict(capsys)
+    lesson05.check_empty_rows(torch.tensor([0, 2, 5]), (0.0, 0.0, 0.0))
+    assert "Correct" in verdict(capsys)
+
+
+def test_padding_mask_shape_hint(capsys):
+    lesson05.check_padding_mask(au.causal_mask(6))
+    out = verdict(capsys)
+    assert "(2, 1, 6)" in out and "掩码的形状应为 (2, 6, 6)，你的是 (6, 6)；" in out

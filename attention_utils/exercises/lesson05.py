@@ -1,8 +1,8 @@
-"""Checkers for lesson 5: causal masks, padding masks and causal attention on the running example.
+"""Checkers for lesson 5: a local causal mask, a padding mask, and the rows that padding leaves empty.
 
-Expected answers are rebuilt here in plain torch from the book's recipe (seeds 789 and 123, weights
-created in the order query, key, value) inside `torch.random.fork_rng`, so a check never changes
-the notebook's random state.
+Expected answers are rebuilt here in plain torch: the book's seed-789 head (weights created in the
+order query, key, value) inside `torch.random.fork_rng`, so a check never changes the notebook's
+random state, and the masks from their definitions.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..data import example_inputs
-from . import check_tensor_answer, feedback, has_form, missing
+from . import as_whole_number, check_tensor_answer, feedback, has_form, missing
 
 
 def _projections(seed: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -54,7 +54,11 @@ def check_padding_mask(answer: object) -> None:
     causal = torch.ones(6, 6, dtype=torch.bool).triu(diagonal=1)
     is_pad = torch.arange(6)[None, :] >= torch.tensor([6, 4])[:, None]  # (2, 6)
     expected = causal | is_pad[:, None, :]  # (2, 6, 6)
-    if not has_form(answer, (2, 6, 6), "The mask (combine (6, 6) with (2, 1, 6))", "掩码（可以把 (6, 6) 与 (2, 1, 6) 组合起来）"):
+    if isinstance(answer, torch.Tensor) and tuple(answer.shape) != (2, 6, 6):
+        return feedback(False, f"The mask should have shape (2, 6, 6), got {tuple(answer.shape)}; combine the (6, 6) "
+                        "causal mask with a (2, 1, 6) padding mask.",
+                        f"掩码的形状应为 (2, 6, 6)，你的是 {tuple(answer.shape)}；可以把 (6, 6) 的因果掩码与 (2, 1, 6) 的填充掩码组合起来。")
+    if not has_form(answer, (2, 6, 6), "The mask", "掩码"):
         return
     if answer.dtype != torch.bool:
         return feedback(False, "Use a boolean mask (True = hide), for example with | between boolean tensors.",
@@ -71,14 +75,48 @@ def check_padding_mask(answer: object) -> None:
         "Right: the future and the padding keys are hidden; the pad queries still see real tokens, so no row is empty."
         if correct else "Some entries differ: hide key j when j > i or when key j is padding.",
         "正确：未来位置和填充的键都被遮住了；填充位置的查询仍能看到真实词元，所以没有哪一行是全空的。"
-        if correct else "有些位置不对：当 j > i，或者第 j 个键是填充时，才需要遮住它。",
+        if correct else "有些位置不对：当 j > i，或者键 j 是填充时，都要遮住它。",
     )
 
 
-def check_short_context(answer: object) -> None:
-    """The book's CausalAttention (seed 123, no dropout) on only the first 3 tokens of the batch: (2, 3, 2)."""
-    x = example_inputs()[:3].expand(2, 3, 3)
-    queries, keys, values = _projections(123, x)
-    hide = torch.ones(3, 3, dtype=torch.bool).triu(diagonal=1)
-    expected = _masked_softmax(queries @ keys.transpose(1, 2), hide, keys.shape[-1]) @ values
-    check_tensor_answer(answer, expected, "The output for the 3-token batch", "3 个词元的批次的输出")
+def _empty_rows(pad: torch.Tensor) -> list[int]:
+    """Per sentence, the number of query rows whose every key is hidden (the future, or a pad key)."""
+    hide = torch.ones(6, 6, dtype=torch.bool).triu(diagonal=1) | pad[:, None, :]  # (3, 6, 6)
+    return hide.all(dim=-1).sum(dim=-1).tolist()
+
+
+def _as_counts(answer: object) -> list[int] | None:
+    """A list of three whole numbers from a list, tuple or tensor; None when it is not one."""
+    values = answer.tolist() if isinstance(answer, torch.Tensor) else answer
+    if not isinstance(values, (list, tuple)) or len(values) != 3:
+        return None
+    counts = [as_whole_number(value) for value in values]
+    return None if any(count is None for count in counts) else counts
+
+
+def check_empty_rows(empty_left: object, empty_right: object) -> None:
+    """Rows that see no key for sentences of 6, 4 and 1 real tokens padded to 6, on the left and on the right."""
+    if missing(empty_left) or missing(empty_right):
+        return
+    lengths = torch.tensor([6, 4, 1])
+    position = torch.arange(6)[None, :]
+    expected_left = _empty_rows(position < 6 - lengths[:, None])
+    expected_right = _empty_rows(position >= lengths[:, None])
+    left, right = _as_counts(empty_left), _as_counts(empty_right)
+    if left is None or right is None:
+        return feedback(False, "Give each answer as a list of three whole numbers, one per sentence, e.g. [0, 1, 2].",
+                        "请把每个答案写成包含三个整数的列表，每个句子一个数，例如 [0, 1, 2]。")
+    if left == lengths.tolist() or right == lengths.tolist():
+        return feedback(False, "You counted the real tokens. Count the query rows in which every key is hidden.",
+                        "你数的是真实词元的个数。要数的是所有键都被遮住的查询行。")
+    if left != expected_left:
+        return feedback(False, "Left padding: the pad queries come first, and the causal mask lets them see only "
+                        "earlier positions, which are all padding. How many pad queries does each sentence have?",
+                        "左填充：填充位置的查询排在最前面，因果掩码只让它们看到更早的位置，而那些位置全是填充。每个句子有几个填充位置的查询？")
+    if right != expected_right:
+        return feedback(False, "Right padding: every pad query comes after the real tokens and may still see them, "
+                        "so no row is empty.",
+                        "右侧填充：每个填充位置的查询都排在真实词元之后，仍然能看到它们，所以没有空行。")
+    feedback(True, f"Left padding empties one row per pad token {expected_left}; right padding empties none "
+             f"{expected_right}. Left padding is where the NaN rows come from.",
+             f"左填充时每个填充词元都带来一个空行 {expected_left}；右侧填充时没有空行 {expected_right}。NaN 行正是左填充带来的。")
