@@ -6,7 +6,11 @@ Scratch", so a learner holding the book can check every step by hand.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
+
+from .checks import bilingual, check_size
 
 TOKENS: tuple[str, ...] = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -29,8 +33,8 @@ def example_inputs() -> torch.Tensor:
 
 def example_batch(batch_size: int = 2) -> torch.Tensor:
     """Stack the running example `batch_size` times: shape (batch_size, 6, 3), as in the book."""
-    inputs = example_inputs()
-    return torch.stack([inputs] * batch_size, dim=0)
+    batch_size = check_size(batch_size, "batch_size", minimum=0)
+    return example_inputs().repeat(batch_size, 1, 1)
 
 
 def sliding_window_pairs(token_ids: list[int], context_length: int) -> list[tuple[list[int], list[int]]]:
@@ -38,8 +42,20 @@ def sliding_window_pairs(token_ids: list[int], context_length: int) -> list[tupl
 
     This is how a next-token predictor is trained, and why it must never see the future.
     """
+    context_length = check_size(context_length, "context_length")
+    ids = token_ids.tolist() if isinstance(token_ids, torch.Tensor) else token_ids
+    if not isinstance(ids, Sequence) or isinstance(ids, str) or not all(
+        isinstance(t, int) and not isinstance(t, bool) for t in ids
+    ):
+        raise TypeError(
+            bilingual(
+                "token_ids must be a list of integer token ids, for example [40, 367, 2885]; "
+                "turn text into ids with a tokenizer first.",
+                "token_ids 必须是由整数词元 ID 组成的列表，例如 [40, 367, 2885]；请先用分词器把文本转成 ID。",
+            )
+        )
     pairs = []
-    for start in range(len(token_ids) - context_length):
-        window = token_ids[start : start + context_length + 1]
+    for start in range(len(ids) - context_length):
+        window = list(ids[start : start + context_length + 1])
         pairs.append((window[:-1], window[1:]))
     return pairs

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import torch
 
+from .checks import bilingual, check_size
+
 # Large reductions depend on the number of threads; pinning it keeps printed digits the same
 # on a laptop with 8 cores and on the 2-core CI machine.
 DEFAULT_THREADS = 2
+LANGUAGES = ("en", "zh")
 
 
 def setup(seed: int = 123, threads: int = DEFAULT_THREADS, language: str = "en") -> None:
-    """Seed torch, fix the thread count and print precision, and choose the plot language."""
+    """Seed torch, fix the thread count and print precision, and choose the plot language.
+
+    Every argument is checked before anything changes, so a bad call leaves the session as it was.
+    """
+    seed = check_size(seed, "seed", minimum=0)
+    threads = check_size(threads, "threads")
+    if language not in LANGUAGES:
+        raise ValueError(
+            bilingual(
+                f"language must be 'en' or 'zh', got {language!r}.",
+                f"language 只能是 'en' 或 'zh'，实际是 {language!r}。",
+            )
+        )
     from .plotting import set_language  # plotting imports matplotlib: keep it out of the package import
 
     torch.manual_seed(seed)

@@ -10,13 +10,53 @@ import math
 
 import torch
 
-from .checks import bilingual, check_dropout, check_mask, check_tensor
+from .checks import (
+    bilingual,
+    check_flag,
+    check_mask,
+    check_rate,
+    check_same_dtype,
+    check_size,
+    check_tensor,
+)
+
+RANKS = (1, 2, 3, 4)
+
+
+def _check_dim(dim: object, scores: torch.Tensor) -> int:
+    """Check that `dim` names one of the scores' dimensions (negative counts from the end)."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -scores.dim() <= dim < scores.dim():
+        raise ValueError(
+            bilingual(
+                f"dim must be an integer from {-scores.dim()} to {scores.dim() - 1} for scores of shape "
+                f"{tuple(scores.shape)}, got {dim!r}; use dim=-1 to normalize each row.",
+                f"对形状为 {tuple(scores.shape)} 的分数，dim 必须是 {-scores.dim()} 到 {scores.dim() - 1} 之间的整数，"
+                f"实际是 {dim!r}；要按行归一化，请用 dim=-1。",
+            )
+        )
+    return dim
+
+
+def _batch_shape(a: torch.Tensor, b: torch.Tensor, names: tuple[str, str]) -> None:
+    """Check that the leading (batch, head) dimensions of two operands broadcast together."""
+    try:
+        torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            bilingual(
+                f"The leading dimensions of `{names[0]}` {tuple(a.shape)} and `{names[1]}` {tuple(b.shape)} "
+                "do not match; give both the same batch (and head) sizes.",
+                f"`{names[0]}` {tuple(a.shape)} 和 `{names[1]}` {tuple(b.shape)} 的前几维（批次、头）不一致；"
+                "请让两者的批大小（和头数）相同。",
+            )
+        ) from None
 
 
 def attention_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Dot product of every query with every key: (..., T_q, d) x (..., T_k, d) -> (..., T_q, T_k)."""
-    check_tensor(queries, "queries", ranks=(1, 2, 3, 4))
-    check_tensor(keys, "keys", ranks=(1, 2, 3, 4))
+    check_tensor(queries, "queries", ranks=RANKS)
+    check_tensor(keys, "keys", ranks=RANKS)
+    check_same_dtype({"queries": queries, "keys": keys})
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(
             bilingual(
@@ -28,29 +68,44 @@ def attention_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         )
     if keys.dim() == 1:
         return queries @ keys
+    _batch_shape(queries, keys, ("queries", "keys"))
     return queries @ keys.transpose(-2, -1)
 
 
 def sum_normalize(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Divide by the sum so the values add up to 1; breaks with negative scores or a zero sum."""
-    return scores / scores.sum(dim=dim, keepdim=True)
+    """Divide by the sum so the values add up to 1; lesson 3 shows it failing, on purpose, for
+    negative scores or a sum near zero."""
+    check_tensor(scores, "scores", ranks=RANKS)
+    return scores / scores.sum(dim=_check_dim(dim, scores), keepdim=True)
 
 
 def naive_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """exp(x) / sum(exp(x)) exactly as written on paper; overflows to inf/nan for scores above ~88."""
+    """exp(x) / sum(exp(x)) exactly as written on paper; lesson 3 shows it overflowing, on purpose,
+    to inf/NaN for scores above about 88 (and a row that is all -inf gives NaN)."""
+    check_tensor(scores, "scores", ranks=RANKS, allow_neg_inf=True)
     exps = torch.exp(scores)
-    return exps / exps.sum(dim=dim, keepdim=True)
+    return exps / exps.sum(dim=_check_dim(dim, scores), keepdim=True)
 
 
 def stable_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax after subtracting the row maximum: same result, but exp never sees a large number."""
-    shifted = scores - scores.amax(dim=dim, keepdim=True)
-    exps = torch.exp(shifted)
-    return exps / exps.sum(dim=dim, keepdim=True)
+    """Softmax after subtracting the row maximum: same result, but exp never sees a large number.
+
+    -inf marks a hidden position; a row that is -inf everywhere gets zeros (the package's policy
+    for a query that may look at no key).
+    """
+    check_tensor(scores, "scores", ranks=RANKS, allow_neg_inf=True)
+    dim = _check_dim(dim, scores)
+    if scores.shape[dim] == 0:
+        return scores.clone()
+    row_max = scores.amax(dim=dim, keepdim=True)
+    exps = torch.exp(scores - row_max.masked_fill(row_max == float("-inf"), 0.0))
+    sums = exps.sum(dim=dim, keepdim=True)
+    return exps / sums.masked_fill(sums == 0, 1.0)
 
 
 def causal_mask(num_tokens: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Boolean (num_tokens, num_tokens) mask, True above the diagonal: the future a token must not see."""
+    num_tokens = check_size(num_tokens, "num_tokens", minimum=0)
     return torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).triu(diagonal=1)
 
 
@@ -64,14 +119,50 @@ def scaled_dot_product_attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V, returning (context vectors, attention weights).
 
-    `mask` is boolean with True where a query must NOT look (the book's convention; note that
-    torch's own SDPA uses the opposite meaning for boolean masks). Dropout is applied to the
-    weights only when `training` is True.
+    `mask` is boolean with True where a query must NOT look (the book's convention; torch's own
+    SDPA uses the opposite meaning for boolean masks). A query whose whole row is hidden gets zero
+    weights and a zero context vector, as in torch's SDPA, so no NaN reaches the output or the
+    gradients. Dropout is applied to the weights only when `training` is True; the weights returned
+    are the ones used, so with dropout their rows no longer sum to 1.
     """
-    check_dropout(dropout_p)
+    dropout_p = check_rate(dropout_p, "dropout_p")
+    check_flag(training, "training")
     scores = attention_scores(queries, keys)
+    check_tensor(values, "values", ranks=(2, 3, 4))
+    check_same_dtype({"queries": queries, "values": values})
+    if keys.dim() == 1 or values.shape[-2] != keys.shape[-2]:
+        raise ValueError(
+            bilingual(
+                f"`values` must have one row per key: keys {tuple(keys.shape)} and values {tuple(values.shape)} "
+                "differ in the number of tokens (the second-to-last dimension).",
+                f"`values` 必须每个键对应一行：keys {tuple(keys.shape)} 和 values {tuple(values.shape)} "
+                "的词元数（倒数第二维）不同。",
+            )
+        )
+    if scores.dim() > 1:
+        _batch_shape_fits(scores, values)
+    scores = scores / math.sqrt(keys.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(check_mask(mask, scores.shape), float("-inf"))
-    weights = torch.softmax(scores / math.sqrt(keys.shape[-1]), dim=-1)
+        hidden = check_mask(mask, scores.shape)
+        nothing_visible = hidden.all(dim=-1, keepdim=True)
+        # -inf hides a key; a row with nothing visible gets 0 scores so softmax stays finite, then 0 weights
+        scores = scores.masked_fill(hidden, float("-inf")).masked_fill(nothing_visible, 0.0)
+        weights = torch.softmax(scores, dim=-1).masked_fill(nothing_visible, 0.0)
+    else:
+        weights = torch.softmax(scores, dim=-1)
     weights = torch.nn.functional.dropout(weights, p=dropout_p, training=training)
     return weights @ values, weights
+
+
+def _batch_shape_fits(scores: torch.Tensor, values: torch.Tensor) -> None:
+    """Check that values' batch dimensions broadcast to the scores' without enlarging them."""
+    _batch_shape(scores, values, ("scores", "values"))
+    if torch.broadcast_shapes(scores.shape[:-2], values.shape[:-2]) != scores.shape[:-2]:
+        raise ValueError(
+            bilingual(
+                f"`values` {tuple(values.shape)} has more batch dimensions than the queries and keys "
+                f"(scores {tuple(scores.shape)}); give values the same leading dimensions as keys.",
+                f"`values` {tuple(values.shape)} 的批次维度比查询和键（分数 {tuple(scores.shape)}）多；"
+                "请让 values 的前几维与 keys 相同。",
+            )
+        )

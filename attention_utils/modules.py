@@ -10,8 +10,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_dropout, check_heads, check_length, check_mask, check_positive, check_tensor
+from .checks import (
+    bilingual,
+    check_flag,
+    check_heads,
+    check_length,
+    check_padding_mask,
+    check_rate,
+    check_size,
+    check_tensor,
+)
 from .functional import causal_mask, scaled_dot_product_attention
+
+
+def check_sizes(**sizes: object) -> list[int]:
+    """Check each constructor size (d_in, d_out, context_length, num_heads) is a positive integer."""
+    return [check_size(value, name) for name, value in sizes.items()]
 
 
 class SelfAttentionV1(nn.Module):
@@ -19,18 +33,19 @@ class SelfAttentionV1(nn.Module):
 
     def __init__(self, d_in: int, d_out: int) -> None:
         super().__init__()
+        d_in, d_out = check_sizes(d_in=d_in, d_out=d_out)
         self.d_in = d_in
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in)
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, dtype=self.W_query.dtype)
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key
         values = x @ self.W_value
-        context, _ = scaled_dot_product_attention(queries, keys, values)
-        return context
+        context, weights = scaled_dot_product_attention(queries, keys, values)
+        return (context, weights) if check_flag(return_weights, "return_weights") else context
 
 
 class SelfAttentionV2(nn.Module):
@@ -38,15 +53,17 @@ class SelfAttentionV2(nn.Module):
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
         super().__init__()
+        d_in, d_out = check_sizes(d_in=d_in, d_out=d_out)
+        check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in)
-        context, _ = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x))
-        return context
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, dtype=self.W_query.weight.dtype)
+        context, weights = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x))
+        return (context, weights) if check_flag(return_weights, "return_weights") else context
 
 
 class CausalAttention(nn.Module):
@@ -56,7 +73,9 @@ class CausalAttention(nn.Module):
         self, d_in: int, d_out: int, context_length: int, dropout: float, qkv_bias: bool = False
     ) -> None:
         super().__init__()
-        check_dropout(dropout)
+        d_in, d_out, context_length = check_sizes(d_in=d_in, d_out=d_out, context_length=context_length)
+        dropout = check_rate(dropout)
+        check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -68,7 +87,8 @@ class CausalAttention(nn.Module):
         self.register_buffer("mask", causal_mask(context_length).float())
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in)
+        """Context vectors (b, T, d_out); with return_weights, also the weights used (after dropout)."""
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, dtype=self.W_query.weight.dtype)
         num_tokens = x.shape[1]
         check_length(num_tokens, self.context_length)
         context, weights = scaled_dot_product_attention(
@@ -76,10 +96,10 @@ class CausalAttention(nn.Module):
             self.W_key(x),
             self.W_value(x),
             mask=self.mask.bool()[:num_tokens, :num_tokens],
-            dropout_p=self.dropout.p,
+            dropout_p=check_rate(self.dropout.p),  # checked again: the rate may have been changed since
             training=self.training,
         )
-        return (context, weights) if return_weights else context
+        return (context, weights) if check_flag(return_weights, "return_weights") else context
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -95,13 +115,18 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive(num_heads, "num_heads")
+        num_heads = check_size(num_heads, "num_heads")
         self.heads = nn.ModuleList(
             CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([head(x) for head in self.heads], dim=-1)  # (b, T, num_heads * d_out)
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        """Concatenated context vectors (b, T, num_heads * d_out); with return_weights, also (b, h, T, T)."""
+        outputs = [head(x, return_weights=True) for head in self.heads]
+        context = torch.cat([c for c, _ in outputs], dim=-1)  # (b, T, num_heads * d_out)
+        if check_flag(return_weights, "return_weights"):
+            return context, torch.stack([w for _, w in outputs], dim=1)
+        return context
 
 
 class MultiHeadAttention(nn.Module):
@@ -117,8 +142,12 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
+        d_in, d_out, context_length, num_heads = check_sizes(
+            d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads
+        )
         check_heads(d_out, num_heads)
-        check_dropout(dropout)
+        dropout = check_rate(dropout)
+        check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -137,7 +166,12 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in)
+        """Context vectors (b, T, d_out); with return_weights, also the weights used (b, h, T, T).
+
+        In training mode with dropout the weights returned are the ones after dropout, so their
+        rows no longer sum to 1: those are the weights that made the output.
+        """
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, dtype=self.W_query.weight.dtype)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
         queries = self.split_heads(self.W_query(x))  # (b, h, T, head_dim)
@@ -148,12 +182,12 @@ class MultiHeadAttention(nn.Module):
             keys,
             values,
             mask=self.mask.bool()[:num_tokens, :num_tokens],
-            dropout_p=self.dropout.p,
+            dropout_p=check_rate(self.dropout.p),  # checked again: the rate may have been changed since
             training=self.training,
         )  # context: (b, h, T, head_dim), weights: (b, h, T, T)
         context = context.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)  # (b, T, d_out)
         context = self.out_proj(context)
-        return (context, weights) if return_weights else context
+        return (context, weights) if check_flag(return_weights, "return_weights") else context
 
 
 class FusedMultiHeadAttention(nn.Module):
@@ -174,29 +208,54 @@ class FusedMultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
+        d_in, d_out, context_length, num_heads = check_sizes(
+            d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads
+        )
         check_heads(d_out, num_heads)
-        check_dropout(dropout)
+        check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads
         self.context_length = context_length
-        self.dropout = dropout  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
+        self.dropout = check_rate(dropout)  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
         self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
 
     @classmethod
-    def from_multihead(cls, mha: MultiHeadAttention) -> FusedMultiHeadAttention:
-        """Build the fused module with the weights of a book-style MultiHeadAttention (same outputs)."""
+    def from_multihead(cls, mha: nn.Module) -> FusedMultiHeadAttention:
+        """The fused module with the weights, train/eval mode and requires_grad of a MultiHeadAttention.
+
+        Works for the package's class and the book's own (the same parameter names); in eval mode,
+        or with dropout 0, both give the same outputs.
+        """
+        parts = ("W_query", "W_key", "W_value", "out_proj")
+        if not all(isinstance(getattr(mha, name, None), nn.Linear) for name in parts) or not hasattr(mha, "num_heads"):
+            raise TypeError(
+                bilingual(
+                    f"from_multihead copies a MultiHeadAttention (W_query, W_key, W_value, out_proj, num_heads), "
+                    f"got {type(mha).__name__}; build FusedMultiHeadAttention(...) directly for anything else.",
+                    f"from_multihead 只能复制 MultiHeadAttention（含 W_query、W_key、W_value、out_proj、num_heads），"
+                    f"你传入的是 {type(mha).__name__}；其他模块请直接创建 FusedMultiHeadAttention(...)。",
+                )
+            )
+        projections = [getattr(mha, name) for name in parts[:3]]
         has_bias = mha.W_query.bias is not None
-        fused = cls(mha.d_in, mha.d_out, mha.context_length, mha.dropout.p, mha.num_heads, has_bias)
-        projections = (mha.W_query, mha.W_key, mha.W_value)
+        context_length = mha.mask.shape[-1] if hasattr(mha, "mask") else mha.context_length
+        fused = cls(mha.W_query.in_features, mha.W_query.out_features, context_length, mha.dropout.p,
+                    mha.num_heads, has_bias)
         with torch.no_grad():
             fused.qkv.weight.copy_(torch.cat([p.weight for p in projections]))  # (3 * d_out, d_in)
             if has_bias:
                 fused.qkv.bias.copy_(torch.cat([p.bias for p in projections]))
         fused.out_proj.load_state_dict(mha.out_proj.state_dict())
-        return fused.to(mha.out_proj.weight)  # same device and dtype as the source
+        for fused_param, source in ((fused.qkv.weight, [p.weight for p in projections]),
+                                    (fused.qkv.bias, [p.bias for p in projections]),
+                                    (fused.out_proj.weight, [mha.out_proj.weight]),
+                                    (fused.out_proj.bias, [mha.out_proj.bias])):
+            if fused_param is not None:
+                fused_param.requires_grad_(all(p.requires_grad for p in source))
+        return fused.to(mha.out_proj.weight).train(mha.training)  # same device, dtype and mode
 
     def project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values for every head from one matrix multiply instead of three."""
@@ -217,14 +276,13 @@ class FusedMultiHeadAttention(nn.Module):
         means the opposite (True = may attend), so we merge padding and causal masks in our
         convention and invert once. A query that can see no key at all (left padding) gets zeros.
         """
-        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in)
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, dtype=self.qkv.weight.dtype)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
+        dropout_p = check_rate(self.dropout) if self.training else 0.0
         attn_mask = None
         if padding_mask is not None:
-            check_tensor(padding_mask, "padding_mask", ranks=(2,))
-            hidden_keys = padding_mask[:, None, None, :]  # (b, 1, 1, T): the same keys for every head and query
-            check_mask(hidden_keys, torch.Size((b, self.num_heads, num_tokens, num_tokens)))
+            hidden_keys = check_padding_mask(padding_mask, b, num_tokens)[:, None, None, :]  # (b, 1, 1, T)
             attn_mask = ~(causal_mask(num_tokens, x.device) | hidden_keys)  # (b, 1, T, T), True = may attend
         queries, keys, values = self.project_heads(x)  # each (b, h, T, head_dim)
         context = nn.functional.scaled_dot_product_attention(
@@ -232,7 +290,7 @@ class FusedMultiHeadAttention(nn.Module):
             keys,
             values,
             attn_mask=attn_mask,
-            dropout_p=self.dropout if self.training else 0.0,
+            dropout_p=dropout_p,
             is_causal=attn_mask is None,  # the flag lets the kernel skip the future instead of masking it
         )  # (b, h, T, head_dim)
         return self.combine_heads(context)

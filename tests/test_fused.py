@@ -104,11 +104,11 @@ BAD_INPUTS = {
     ),
     "padding mask of the wrong length": (
         lambda: FUSED(torch.rand(2, 6, 6), torch.zeros(2, 5, dtype=torch.bool)),
-        ValueError, "does not broadcast", "无法广播",
+        ValueError, "`padding_mask` must have shape (batch, num_tokens) = (2, 6)", "形状必须是",
     ),
     "padding mask of the wrong rank": (
         lambda: FUSED(torch.rand(2, 6, 6), torch.zeros(6, dtype=torch.bool)),
-        ValueError, "`padding_mask` must have 2 dimensions", "维",
+        ValueError, "`padding_mask` must have shape (batch, num_tokens) = (2, 6)", "每个词元一个标记",
     ),
 }
 
