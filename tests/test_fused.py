@@ -118,3 +118,17 @@ def test_bad_input_is_explained_in_english_and_chinese(case):
     call, error, english, chinese = BAD_INPUTS[case]
     with pytest.raises(error, match=f"(?s){re.escape(english)}.*{re.escape(chinese)}"):
         call()
+
+
+def test_compiles_to_one_graph_that_matches_eager():
+    import torch._dynamo
+
+    fused = au.FusedMultiHeadAttention(16, 16, 32, 0.0, 4).eval()
+    x = torch.randn(2, 10, 16)
+    explanation = torch._dynamo.explain(fused)(x)
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
+    compiled = torch.compile(fused, fullgraph=True)
+    padding = torch.zeros(2, 10, dtype=torch.bool)
+    padding[0, :3] = True
+    assert torch.allclose(compiled(x), fused(x), atol=1e-5)
+    assert torch.allclose(compiled(x, padding), fused(x, padding), atol=1e-5)
