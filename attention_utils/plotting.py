@@ -215,7 +215,8 @@ def plot_vectors_3d(
     if ax is None:
         fig = plt.figure(figsize=(6.5, 5.5), layout="constrained")
         ax = fig.add_subplot(projection="3d")
-    palette = ["tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray", "tab:cyan"]
+    # no red in the palette: next to the orange query it is hard to tell apart, above all for colour-blind readers
+    palette = ["tab:blue", "tab:green", "tab:purple", "tab:cyan", "tab:brown", "tab:pink", "tab:gray", "tab:olive"]
     for i, (vector, label) in enumerate(zip(data.tolist(), labels)):
         strong = i == highlight
         color = "tab:orange" if strong else palette[i % len(palette)]
@@ -236,6 +237,9 @@ def plot_vectors_3d(
             ax.text(*(1.15 * arc[15]).tolist(), f"θ = {torch.rad2deg(theta):.1f}°", fontsize=10)
     low, high = min(0.0, float(data.min())), max(1.0, float(data.max()))
     ax.set(xlim=(low, high), ylim=(low, high), zlim=(low, high))
+    ticks = [t for t in ax.get_xticks() if low <= t <= high]
+    ticks = ticks[::2] if len(ticks) > 6 else ticks  # a box wider than 0 to 1 gets every other tick, so labels stay apart
+    ax.set(xticks=ticks, yticks=ticks[1:], zticks=ticks)  # no first y tick: it collided with the last x tick ("1.00.0")
     ax.set_box_aspect((1, 1, 1), zoom=0.9)  # leave room for the axis labels
     ax.set_proj_type("ortho")
     ax.view_init(elev=elev, azim=azim)

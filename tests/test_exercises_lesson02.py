@@ -40,20 +40,28 @@ def test_widest_pair(capsys):
     assert "Correct" in out and "68.3" in out
 
 
-def test_dot_from_angles(capsys):
-    x = au.example_inputs()
-    lengths = x.norm(dim=1)
-    unit = x / lengths[:, None]
-    degrees = torch.rad2deg(torch.arccos((unit @ unit.T).clamp(-1, 1)))
-    lesson02.check_dot_from_angles(torch.outer(lengths, lengths) * torch.cos(degrees))  # forgot radians
+def test_rebuild_from_angles(capsys):
+    def rebuild(lengths, angles):
+        return torch.outer(lengths, lengths) * torch.cos(torch.deg2rad(angles))
+
+    lesson02.check_rebuild_from_angles(rebuild)
+    assert "Correct" in verdict(capsys)
+    lesson02.check_rebuild_from_angles(lambda lengths, angles: torch.outer(lengths, lengths) * torch.cos(angles))
     out = verdict(capsys)
     assert "Not yet" in out and "deg2rad" in out
-    lesson02.check_dot_from_angles(torch.zeros(6, 6))
-    assert "different values" in verdict(capsys)
-    lesson02.check_dot_from_angles(torch.ones(6))
-    assert "shape (6, 6)" in verdict(capsys)
-    lesson02.check_dot_from_angles(torch.outer(lengths, lengths) * torch.cos(torch.deg2rad(degrees)))
-    assert "Correct" in verdict(capsys)
-    lesson02.check_dot_from_angles(x @ x.T)
-    assert "Correct" in verdict(capsys)
-    assert math.isclose(float(degrees[4, 5]), 68.28, abs_tol=0.01)
+    x = au.example_inputs()
+    lesson02.check_rebuild_from_angles(lambda lengths, angles: x @ x.T)  # the shortcut ignores its arguments
+    out = verdict(capsys)
+    assert "Not yet" in out and "made-up vectors" in out
+    lesson02.check_rebuild_from_angles(lambda lengths, angles: lengths)
+    assert "shape" in verdict(capsys)
+    lesson02.check_rebuild_from_angles(lambda lengths, angles: torch.zeros_like(angles))
+    assert "our six tokens" in verdict(capsys)
+    lesson02.check_rebuild_from_angles(x @ x.T)
+    assert "Define a function" in verdict(capsys)
+
+
+def test_the_angle_between_one_and_step_by_hand():
+    x = au.example_inputs().double()
+    cosine = x[4] @ x[5] / (x[4].norm() * x[5].norm())  # 0.2935 / (0.8157 × 0.9721)
+    assert math.isclose(math.degrees(math.acos(cosine)), 68.28, abs_tol=0.01)

@@ -8,7 +8,7 @@ import math
 import torch
 
 from ..data import TOKENS, example_inputs
-from . import check_tensor_answer, feedback, missing
+from . import feedback, has_form, missing
 
 
 def _degrees(i: int, j: int) -> float:
@@ -28,7 +28,7 @@ def check_angle_your_step(answer: object) -> None:
     if not isinstance(value, (int, float)):
         return feedback(False, "Give one number (a float or a 0-d tensor), in degrees.", "请给出一个数（浮点数或 0 维张量），单位是度。")
     if abs(value - expected) < 0.05:
-        return feedback(True, f"The angle between Your and step is {expected:.2f}°.", f"Your 与 step 的夹角是 {expected:.2f}°。")
+        return feedback(True, f'The angle between "Your" and "step" is {expected:.2f}°.', f"“Your”与“step”的夹角是 {expected:.2f}°。")
     if abs(value - math.radians(expected)) < 1e-3:
         return feedback(False, "That is the angle in radians; convert it with torch.rad2deg (or multiply by 180/π).",
                         "这是弧度值；请用 torch.rad2deg 转换（或乘以 180/π）。")
@@ -51,24 +51,50 @@ def check_widest_pair(answer: object) -> None:
     correct = set(given) == expected
     feedback(
         correct,
-        f"{TOKENS[i]} and {TOKENS[j]} are {_degrees(i, j):.1f}° apart, the widest angle in the sentence."
+        f'"{TOKENS[i]}" and "{TOKENS[j]}" are {_degrees(i, j):.1f}° apart, the widest angle in the sentence.'
         if correct else "Compute the angle for every pair (a 6 × 6 matrix), skip the diagonal, and find the largest.",
-        f"{TOKENS[i]} 与 {TOKENS[j]} 相差 {_degrees(i, j):.1f}°，是整句话中夹角最大的一对。"
+        f"“{TOKENS[i]}”与“{TOKENS[j]}”相差 {_degrees(i, j):.1f}°，是整句话中夹角最大的一对。"
         if correct else "先算出所有词对的夹角（6 × 6 矩阵），跳过对角线，再找最大值。",
     )
 
 
-def check_dot_from_angles(answer: object) -> None:
-    """The 6x6 matrix |a| |b| cos(theta) for all pairs, which must equal every dot product."""
-    rows = example_inputs().tolist()
-    expected = torch.tensor([[sum(x * y for x, y in zip(a, b)) for b in rows] for a in rows])
+# Made-up vectors with negative entries: the learner's rebuild() must work for them too, so returning
+# `inputs @ inputs.T` (which ignores the lengths and angles it is given) cannot pass.
+OTHER_VECTORS = ((1.0, -2.0, 0.5), (-0.5, 0.25, 1.5), (2.0, 1.0, -1.0), (-1.0, -1.0, -0.5), (0.5, 0.5, 0.5), (-2.0, 0.5, 0.0))
+
+
+def _lengths_and_angles(rows: list[list[float]]) -> tuple[list[float], list[list[float]]]:
+    """Lengths and the matrix of angles in degrees, in float64 with plain Python."""
     lengths = [math.sqrt(sum(x * x for x in a)) for a in rows]
-    degrees_as_radians = torch.tensor(  # the usual slip: feeding degrees to torch.cos
-        [[la * lb * math.cos(_degrees(i, j)) for j, lb in enumerate(lengths)] for i, la in enumerate(lengths)]
-    )
-    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
-        answer.detach().float(), degrees_as_radians.float(), atol=1e-3
-    ):
-        return feedback(False, "torch.cos expects radians: convert the angles with torch.deg2rad first.",
-                        "torch.cos 需要弧度：请先用 torch.deg2rad 把角度换算成弧度。")
-    check_tensor_answer(answer, expected, "The matrix |a| |b| cos θ for all pairs", "所有词对的 |a| |b| cos θ 矩阵")
+    angles = [[math.degrees(math.acos(max(-1.0, min(1.0, sum(x * y for x, y in zip(a, b)) / (la * lb)))))
+               for b, lb in zip(rows, lengths)] for a, la in zip(rows, lengths)]
+    return lengths, angles
+
+
+def check_rebuild_from_angles(rebuild: object) -> None:
+    """The learner's rebuild(lengths, angles): |a| |b| cos θ for every pair, equal to every dot product."""
+    if missing(rebuild):
+        return
+    if not callable(rebuild):
+        return feedback(False, "Define a function rebuild(lengths, angles) and pass the function itself.",
+                        "请定义函数 rebuild(lengths, angles)，并把函数本身传进来。")
+    sets = (("our six tokens", "例句的六个词元", example_inputs().double().tolist()),
+            ("made-up vectors", "另外构造的向量", [list(v) for v in OTHER_VECTORS]))
+    for name_en, name_zh, rows in sets:
+        lengths, angles = _lengths_and_angles(rows)
+        expected = torch.tensor([[sum(x * y for x, y in zip(a, b)) for b in rows] for a in rows], dtype=torch.float64)
+        degrees_as_radians = torch.tensor([[la * lb * math.cos(angle) for lb, angle in zip(lengths, row)]
+                                           for la, row in zip(lengths, angles)], dtype=torch.float64)  # the usual slip
+        answer = rebuild(torch.tensor(lengths), torch.tensor(angles))  # float32, as a learner's tensors are
+        if missing(answer) or not has_form(answer, expected.shape, "rebuild(lengths, angles)", "rebuild 的返回值"):
+            return
+        answer = answer.detach().double()
+        if torch.allclose(answer, degrees_as_radians, atol=1e-3):
+            return feedback(False, "torch.cos expects radians: convert the angles with torch.deg2rad first.",
+                            "torch.cos 需要弧度：请先用 torch.deg2rad 把角度换算成弧度。")
+        if not torch.allclose(answer, expected, atol=1e-4):
+            return feedback(False, f"For {name_en} your matrix differs from their dot products. Build it only from the "
+                                   "lengths and angles you are given.",
+                            f"对于{name_zh}，你的矩阵和它们的点积不一致。请只用传进来的长度和夹角来计算。")
+    feedback(True, "|a| |b| cos θ equals the dot product for every pair, for our six tokens and for made-up vectors.",
+             "对例句的六个词元和另外构造的向量，每一对的 |a| |b| cos θ 都等于点积。")
