@@ -50,8 +50,8 @@ def check_dropout_function(answer: object) -> None:
     ratio = y[kept] / x[kept]
     if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - p)), atol=1e-4):
         if torch.allclose(ratio, torch.full_like(ratio, 1 / p), atol=1e-4):
-            return feedback(False, "You scaled by 1/p = 5: the mean becomes 0.8 x 5 = 4. Scale by 1/(1 - p).",
-                            "你乘的是 1/p = 5：均值会变成 0.8 x 5 = 4。应当乘以 1/(1 - p)。")
+            return feedback(False, "You scaled by 1/p = 5: the mean becomes 0.8 × 5 = 4. Scale by 1/(1 - p).",
+                            "你乘的是 1/p = 5：均值会变成 0.8 × 5 = 4。应当乘以 1/(1 - p)。")
         if torch.allclose(ratio, torch.ones_like(ratio), atol=1e-4):
             return feedback(False, "The kept values are unchanged, so the mean drops to 0.8. Scale them by 1/(1 - p).",
                             "保留的值没有缩放，均值会降到 0.8。请把它们乘以 1/(1 - p)。")
