@@ -12,7 +12,7 @@ LANGUAGE ?= en
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup lab test notebooks run copies figures bench lock clean
+.PHONY: help setup lab test notebooks run copies slides html figures bench lock clean
 
 help:
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST)
@@ -30,7 +30,15 @@ $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 
 setup: $(STAMP) ## create .venv and install the pinned dependencies (skipped when up to date)
 
-lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (the URL with its token is printed)
+# `make lab LANGUAGE=zh` (or en) opens a one-language copy written into build/lab/<language>/;
+# plain `make lab` opens the bilingual lessons themselves.
+ifeq ($(origin LANGUAGE),command line)
+LAB_DIR := build/lab/$(LANGUAGE)
+LAB_COPY := $(BIN)/python -m attention_utils.site lab-copy $(LANGUAGE) $(LAB_DIR)
+endif
+
+lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (LANGUAGE=en|zh: a one-language copy)
+	$(LAB_COPY)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(LAB_DIR) --LabApp.default_url=/lab/tree/notebooks \
 	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(ROOT_FLAG) $(LAB_ARGS)
 
@@ -55,6 +63,12 @@ copies: $(STAMP) ## write English-only, Chinese-only (re-run with Chinese plots)
 	@for nb in build/zh/*.ipynb; do \
 	  $(BIN)/papermill --cwd notebooks -k python3 -p language zh "$$nb" "$$nb" || exit 1; \
 	done
+
+slides: copies ## reveal.js slides of every lesson, offline: build/slides/en/, build/slides/zh/
+	$(BIN)/python -m attention_utils.site slides build
+
+html: copies ## a static site of the series, offline: build/html/en/index.html, build/html/zh/index.html
+	$(BIN)/python -m attention_utils.site html build
 
 figures: $(STAMP) ## regenerate the images in figures/ from code
 	$(BIN)/python -m attention_utils.figures

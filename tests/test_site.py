@@ -1,0 +1,232 @@
+"""Classroom builds: every lesson's slide metadata is complete, and the slides and the static site of
+both languages open in Chromium with the network cut off: no outside request, formulas typeset,
+Chinese text on the Chinese pages, reveal.js moving to the next slide.
+
+The build is made here from the lessons, as `make slides html` makes it (Chinese copies re-run with
+language="zh"), and served from 127.0.0.1. Screenshots at a projector's 1280 x 800 go to
+build/screenshots/slides/ and build/screenshots/html/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlparse
+
+import nbformat
+import pytest
+
+from attention_utils.publish import lesson_paths, write_copies
+from attention_utils.site import build_site, build_slides, slide_problems, slide_types
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = lesson_paths(ROOT / "notebooks")
+NAMES = [path.stem for path in LESSONS]
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+PROJECTOR = {"width": 1280, "height": 800}
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+RAW_FORMULA = re.compile(r"\$[^$\s][^$]*\$")
+LANGUAGES = ("en", "zh")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)
+def test_slide_metadata_is_complete(lesson):
+    nb = nbformat.read(lesson, as_version=4)
+    assert slide_problems(nb) == [], "run `python -m attention_utils.site mark-slides` on the lesson"
+
+
+def test_slide_rules_on_a_small_lesson():
+    """Headings start slides, set-up goes to the notes, a solution gets its own sub-slide, zh follows en."""
+    new = nbformat.v4
+    cells = [new.new_markdown_cell("# Lesson 1 · Title"), new.new_markdown_cell("# 第 1 课 · 标题"),
+             new.new_markdown_cell("## Set-up"), new.new_markdown_cell("## 准备工作"),
+             new.new_code_cell('language = "en"'), new.new_code_cell("au.setup(seed=seed)"),
+             new.new_markdown_cell("## Exercises"), new.new_markdown_cell("## 练习"),
+             new.new_code_cell("answer = ..."), new.new_code_cell("answer = 1"),
+             new.new_markdown_cell("**2.** Next."), new.new_markdown_cell("**2.** 下一题。")]
+    for cell, tag in zip(cells, ["en", "zh", "en", "zh", "parameters", None, "en", "zh", None, "solution", "en", "zh"]):
+        cell.metadata["tags"] = [tag] if tag else []
+    nb = new.new_notebook(cells=cells)
+    assert slide_types(nb) == ["slide", "slide", "notes", "notes", "skip", "notes",
+                               "slide", "slide", "-", "subslide", "subslide", "subslide"]
+    for cell, slide_type in zip(nb.cells, slide_types(nb)):
+        cell.metadata["slideshow"] = {"slide_type": slide_type}
+    assert slide_problems(nb) == []
+    nb.cells[7].metadata["slideshow"]["slide_type"] = "-"
+    assert slide_problems(nb) == ["cell 7: the zh cell's type '-' differs from its en cell's 'slide'"]
+
+
+def run_in_chinese(path: Path) -> None:
+    """Re-run a Chinese copy with language="zh", as `make copies` does, so its plots are labelled in Chinese."""
+    import papermill
+
+    papermill.execute_notebook(str(path), str(path), parameters={"language": "zh"}, kernel_name="python3",
+                               cwd=str(ROOT / "notebooks"), progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """Copies, Chinese re-runs, slides and site of every lesson, in a temporary folder.
+
+    SITE_BUILD=build checks what `make slides html` wrote into build/ instead of building anew.
+    """
+    for kind in ("slides", "html"):
+        shutil.rmtree(SCREENSHOTS / kind, ignore_errors=True)
+    if os.environ.get("SITE_BUILD"):
+        return Path(os.environ["SITE_BUILD"]).resolve()
+    build = tmp_path_factory.mktemp("build")
+    write_copies(build, ROOT / "notebooks")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(run_in_chinese, lesson_paths(build / "zh")))
+    build_slides(build, build / "slides")
+    build_site(build, build / "html")
+    return build
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        """Keep the test's output clean."""
+
+
+@pytest.fixture(scope="module")
+def server(built):
+    """An HTTP server on 127.0.0.1 for the built folder; yields its base URL."""
+    handler = functools.partial(QuietHandler, directory=str(built))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@contextlib.contextmanager
+def offline_page(browser):
+    """A page whose requests beyond 127.0.0.1 are blocked; yields (page, outside URLs, failed local URLs)."""
+    outside, failed = [], []
+    context = browser.new_context(viewport=PROJECTOR)
+
+    def route(route) -> None:
+        if urlparse(route.request.url).hostname == "127.0.0.1" or route.request.url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.on("response", lambda response: response.status >= 400 and failed.append(response.url))
+    try:
+        yield page, outside, failed
+    finally:
+        context.close()
+
+
+def wait_for_mathjax(page) -> None:
+    """Wait until MathJax has loaded and typeset everything queued."""
+    page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0"
+                           " && document.querySelectorAll('.MathJax_Processing').length === 0")
+
+
+def visible_prose(page, selector: str) -> str:
+    """The rendered markdown's text without code (where a `$` may be literal)."""
+    return page.evaluate("""selector => [...document.querySelectorAll(selector)].map(element => {
+        const copy = element.cloneNode(true);
+        copy.querySelectorAll('code, pre, script, .MathJax, .MathJax_Display, .MathJax_Preview').forEach(e => e.remove());
+        return copy.textContent;
+    }).join('\\n')""", selector)
+
+
+def check_formulas_and_language(page, language: str, selector: str) -> None:
+    typeset = page.locator(".MathJax, .MathJax_Display, .MathJax_SVG").count()
+    assert typeset > 0, "no formula was typeset by MathJax"
+    prose = visible_prose(page, selector)
+    assert not RAW_FORMULA.findall(prose), f"formulas left as raw TeX: {RAW_FORMULA.findall(prose)[:3]}"
+    if language == "zh":
+        assert len(CHINESE.findall(prose)) > 100, "the Chinese page shows almost no Chinese text"
+
+
+def screenshot(page, kind: str, name: str) -> None:
+    folder = SCREENSHOTS / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"))
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("name", NAMES)
+def test_slides_offline(browser, server, language, name):
+    with offline_page(browser) as (page, outside, failed):
+        page.goto(f"{server}/slides/{language}/{name}.html")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        wait_for_mathjax(page)
+        check_formulas_and_language(page, language, ".jp-MarkdownOutput")
+        screenshot(page, "slides", f"{language}_{name}_1_title")
+        first = page.evaluate("() => [Reveal.getIndices().h, Reveal.getCurrentSlide().textContent]")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("first => Reveal.getIndices().h !== first", arg=first[0])
+        second = page.evaluate("() => [Reveal.getIndices().h, Reveal.getCurrentSlide().textContent]")
+        assert second[1] != first[1], "the next slide shows the same content"
+        figure = page.evaluate("""() => {
+            const slides = Reveal.getSlides();
+            const index = slides.findIndex(s => s.querySelector('.jp-OutputArea-output img'));
+            return index < 0 ? null : Reveal.getIndices(slides[index]);
+        }""")
+        assert figure, "no slide shows a figure"
+        page.evaluate("indices => Reveal.slide(indices.h, indices.v)", figure)
+        page.wait_for_timeout(900)  # the slide transition
+        screenshot(page, "slides", f"{language}_{name}_2_figure")
+    assert outside == [], f"requests beyond 127.0.0.1: {outside}"
+    assert failed == [], f"local files missing: {failed}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("name", NAMES)
+def test_page_offline(browser, server, language, name):
+    with offline_page(browser) as (page, outside, failed):
+        page.goto(f"{server}/html/{language}/{name}.html")
+        wait_for_mathjax(page)
+        check_formulas_and_language(page, language, ".jp-MarkdownOutput")
+        assert page.locator(".jp-OutputArea-output img").count() > 0, "the page shows no figure"
+        rels = page.eval_on_selector_all("nav.lesson-links a", "links => links.map(a => a.rel)")
+        position = NAMES.index(name)
+        assert ("prev" in rels) == (position > 0) and ("next" in rels) == (position < len(NAMES) - 1)
+        screenshot(page, "html", f"{language}_{name}")
+        if position < len(NAMES) - 1:
+            page.locator("nav.lesson-links a[rel=next]").first.click()
+            page.wait_for_url(f"**/{NAMES[position + 1]}.html")
+    assert outside == [], f"requests beyond 127.0.0.1: {outside}"
+    assert failed == [], f"local files missing: {failed}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_index_lists_every_lesson(browser, server, language):
+    with offline_page(browser) as (page, outside, failed):
+        page.goto(f"{server}/html/{language}/index.html")
+        hrefs = page.eval_on_selector_all("a", "links => links.map(a => a.getAttribute('href'))")
+        assert [f"{name}.html" for name in NAMES] == [h for h in hrefs if h.endswith(".html") and "/" not in h]
+        assert all(f"../../slides/{language}/{name}.html" in hrefs for name in NAMES)
+        if language == "zh":
+            assert CHINESE.search(page.inner_text("body"))
+        screenshot(page, "html", f"{language}_index")
+    assert outside == [] and failed == []
