@@ -84,6 +84,16 @@ def test_lesson_has_every_part(lesson):
     assert re.search(rf"\]\({number + 1:02d}_[^)]+\.ipynb\)", markdown) or number == 8, "no link to the next lesson"
 
 
+def test_solutions_are_collapsed(lesson):
+    """JupyterLab shows a solution cell collapsed until the learner clicks it open."""
+    path, nb = lesson
+    open_cells = [index for index, cell in enumerate(nb.cells) if "solution" in tags(cell)
+                  and not (cell.metadata.get("jupyter", {}).get("source_hidden") is True
+                           and cell.metadata.get("jupyter", {}).get("outputs_hidden") is True)]
+    assert not open_cells, (f"{path.name}: solution cells {open_cells} need the cell metadata "
+                            '"jupyter": {"source_hidden": true, "outputs_hidden": true}')
+
+
 def test_tagged_cells_say_why(lesson):
     _, nb = lesson
     for cell in nb.cells:
