@@ -29,8 +29,9 @@ Fully masked rows: a query that may look at no key gets zero attention weights a
     `scaled_dot_product_attention`). A row of NaN would spread to every gradient through the
     shared weights; zeros keep the output defined and every gradient finite. Lesson 5 shows the
     NaN the plain softmax gives and why; lesson 8 shows SDPA doing the same as the package.
-Overflow: scores beyond the dtype's range (float16 inputs of a few hundred, float32 inputs near
-    1e30) overflow inside the matrix product; the modules follow the book there and do not check.
+Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
+    hundred, float32 inputs near 1e19); `scaled_dot_product_attention`, and so every book-style
+    module, then raises ValueError naming the dtype instead of returning NaN.
 Speed: the finite check is one `sum` reduction (a finite sum proves every entry finite); only when
     that sum is not finite does an exact pass decide. Under `torch.compile` the check is skipped,
     because it has to read the value on the host, which would split the graph.
@@ -188,6 +189,24 @@ def check_size(value: object, name: str, minimum: int = 1) -> int:
             )
         )
     return number
+
+
+def check_scores_fit(scores: torch.Tensor) -> None:
+    """Refuse scores that overflowed their dtype, so the overflow does not come back as NaN weights."""
+    if torch.compiler.is_compiling() or scores.numel() == 0 or torch.isfinite(scores.sum()):
+        return
+    if torch.isfinite(scores).all():
+        return  # only the sum overflowed
+    limit = torch.finfo(scores.dtype).max
+    wider, to_wider = ("float32", "x.float(), module.float()") if scores.element_size() < 4 else ("float64", "x.double(), module.double()")
+    raise ValueError(
+        bilingual(
+            f"The attention scores overflowed {scores.dtype} (a dot product beyond {limit:.3g}); the queries and "
+            f"keys are too large for this dtype: scale the input down, or compute in {wider} ({to_wider}).",
+            f"注意力分数超出了 {scores.dtype} 的表示范围（有点积大于 {limit:.3g}）；查询和键的数值对这种类型来说太大了："
+            f"请把输入缩小，或改用 {wider} 计算（{to_wider}）。",
+        )
+    )
 
 
 def check_heads(d_out: int, num_heads: int) -> None:

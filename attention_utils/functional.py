@@ -16,6 +16,7 @@ from .checks import (
     check_mask,
     check_rate,
     check_same_dtype,
+    check_scores_fit,
     check_size,
     check_tensor,
 )
@@ -141,6 +142,7 @@ def scaled_dot_product_attention(
         )
     if scores.dim() > 1:
         _batch_shape_fits(scores, values)
+    check_scores_fit(scores)
     scores = scores / math.sqrt(keys.shape[-1])
     if mask is not None:
         hidden = check_mask(mask, scores.shape)

@@ -296,3 +296,11 @@ def test_not_a_tensor():
 
 def test_queries_and_keys_of_different_width():
     says(ValueError, lambda: au.attention_scores(torch.rand(6, 2), torch.rand(6, 3)), "same last dimension", "最后一维")
+
+
+def test_scores_that_overflow_their_dtype_are_an_error_not_nan():
+    half = au.MultiHeadAttention(4, 4, 8, 0.0, 2).half()
+    says(ValueError, lambda: half((torch.randn(2, 5, 4) * 300).half()), "overflowed torch.float16", "float32", "表示范围")
+    says(ValueError, lambda: au.MultiHeadAttention(4, 4, 8, 0.0, 2)(torch.randn(2, 5, 4) * 1e30),
+         "overflowed torch.float32", "x.double()")
+    assert torch.isfinite(au.MultiHeadAttention(4, 4, 8, 0.0, 2)(torch.randn(2, 5, 4) * 1e4)).all()
