@@ -16,6 +16,7 @@ def test_split_heads(capsys):
     lesson07.check_split_heads(x.view(1, 3, 2, 4))  # right shape, tokens mixed up
     out = verdict(capsys)
     assert "Not yet" in out and "view(1, 2, 3, 4)" in out
+    assert "first 8 features of token 0" in out and "词元 0 的前 8 个特征" in out  # token 0 has 12 features
     lesson07.check_split_heads(x.view(1, 2, 3, 4))  # forgot the transpose
     assert "Not yet" in verdict(capsys)
     lesson07.check_split_heads(x.view(1, 2, 3, 4).transpose(1, 2))

@@ -22,9 +22,9 @@ def check_split_heads(answer: object) -> None:
     if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.equal(
         answer.detach().float(), x.view(1, 3, 2, 4)
     ):
-        return feedback(False, "A direct view to (1, 3, 2, 4) mixes the tokens: head 0 got all 8 features of token 0. "
+        return feedback(False, "A direct view to (1, 3, 2, 4) mixes the tokens: head 0 got the first 8 features of token 0. "
                         "First split the last dimension, view(1, 2, 3, 4), then swap tokens and heads.",
-                        "直接 view 成 (1, 3, 2, 4) 会把词元搅乱：第 0 个头拿到了词元 0 的全部 8 个特征。"
+                        "直接 view 成 (1, 3, 2, 4) 会把词元搅乱：头 0 拿到的是词元 0 的前 8 个特征。"
                         "应先拆分最后一维 view(1, 2, 3, 4)，再交换词元维和头维。")
     check_tensor_answer(answer, expected, "Your split tensor", "你拆分后的张量")
 
@@ -38,7 +38,7 @@ def check_merge_heads(answer: object) -> None:
     ):
         return feedback(False, "A direct view to (1, 2, 12) glues the wrong numbers together: token 0 got all of head 0. "
                         "Move the tokens in front of the heads first: transpose(1, 2), then reshape.",
-                        "直接 view 成 (1, 2, 12) 会把错误的数字拼在一起：词元 0 拿到了第 0 个头的全部内容。"
+                        "直接 view 成 (1, 2, 12) 会把错误的数字拼在一起：词元 0 拿到了头 0 的全部内容。"
                         "应先用 transpose(1, 2) 把词元维移到头维前面，再 reshape。")
     check_tensor_answer(answer, expected, "Your merged tensor", "你合并后的张量")
 
@@ -53,14 +53,14 @@ def check_parameter_count(answer: object) -> None:
     if value is None:
         return feedback(False, "Give a whole number (an int).", "请给出一个整数（int）。")
     if value == expected:
-        return feedback(True, f"{expected:,} parameters: three 512 x 512 projections without bias, plus out_proj with "
+        return feedback(True, f"{expected:,} parameters: three 512 × 512 projections without bias, plus out_proj with "
                         "its bias. The 8 heads add nothing.",
-                        f"共 {expected:,} 个参数：三个不带偏置的 512 x 512 投影，加上带偏置的 out_proj。8 个头并不增加参数。")
+                        f"共 {expected:,} 个参数：三个不带偏置的 512 × 512 投影，加上带偏置的 out_proj。8 个头并不增加参数。")
     hints = {
         expected + 3 * 512: ("qkv_bias=False: W_query, W_key and W_value have no bias here.",
                              "qkv_bias=False：这里 W_query、W_key 和 W_value 都没有偏置。"),
         expected - 512: ("out_proj is an ordinary nn.Linear and keeps its bias.", "out_proj 是普通的 nn.Linear，它有偏置。"),
-        expected - 512 * 512 - 512: ("Don't forget out_proj, the fourth 512 x 512 matrix.", "别忘了 out_proj，第四个 512 x 512 矩阵。"),
+        expected - 512 * 512 - 512: ("Don't forget out_proj, the fourth 512 × 512 matrix.", "别忘了 out_proj，第四个 512 × 512 矩阵。"),
         expected + 1024 * 1024: ("The mask is a buffer, not a trained parameter.", "掩码是缓冲区（buffer），不是要训练的参数。"),
     }
     en, zh = hints.get(value, ("Count the weights and biases of the four nn.Linear layers.",
