@@ -8,8 +8,8 @@ Tensors (`x`, `queries`, `keys`, `values`, `scores`):
     a `torch.Tensor`, else TypeError ("convert it with torch.tensor(..., dtype=torch.float32)");
     floating point, else TypeError: integers (`torch.tensor([[1, 2, 3]])`) get "x.float()";
     bool and complex tensors are refused too;
-    in a module, the same dtype as the module's weights, else TypeError ("x.float()" or
-    "module.double()"); in the functional API, queries, keys and values share one dtype;
+    in a module, the same dtype and device as the module's weights, else TypeError ("x.float()",
+    "module.double()", "x.to(...)"); in the functional API, queries, keys and values share one dtype;
     of an allowed rank, else ValueError (modules: `x` is (batch, num_tokens, d_in); the single-head
     V1/V2 also take (num_tokens, d_in)); with last dimension d_in, else ValueError;
     finite, else ValueError. Attention scores may hold -inf (a hidden position) but not NaN or +inf.
@@ -67,10 +67,13 @@ def check_tensor(
     name: str,
     ranks: Sequence[int],
     last_dim: int | None = None,
-    dtype: torch.dtype | None = None,
+    like: torch.Tensor | None = None,
     allow_neg_inf: bool = False,
 ) -> torch.Tensor:
-    """Check that `x` is a finite floating-point tensor of an allowed rank, last dimension and dtype."""
+    """Check that `x` is a finite floating-point tensor of an allowed rank and last dimension.
+
+    `like` is a module's weight: `x` must then have its dtype and sit on its device.
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(
             bilingual(
@@ -80,7 +83,16 @@ def check_tensor(
                 "请用 torch.tensor(data, dtype=torch.float32) 转成张量。",
             )
         )
-    _check_floating(x, name, dtype)
+    _check_floating(x, name, None if like is None else like.dtype)
+    if like is not None and x.device != like.device:
+        raise TypeError(
+            bilingual(
+                f"`{name}` is on {x.device} but the module's weights are on {like.device}; move the input with "
+                f"{name}.to('{like.device}') or the module with module.to('{x.device}').",
+                f"`{name}` 在 {x.device} 上，而模块权重在 {like.device} 上；请用 {name}.to('{like.device}') 移动输入，"
+                f"或用 module.to('{x.device}') 移动模块。",
+            )
+        )
     if x.dim() not in ranks:
         _wrong_rank(x, name, ranks)
     if last_dim is not None and x.shape[-1] != last_dim:
@@ -143,8 +155,8 @@ def _wrong_rank(x: torch.Tensor, name: str, ranks: Sequence[int]) -> None:
 
 def check_finite(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> None:
     """Refuse NaN and inf (and +inf only, with allow_neg_inf) with one cheap reduction on the fast path."""
-    if torch.compiler.is_compiling() or x.numel() == 0:
-        return  # reading a value on the host would break the compiled graph
+    if torch.compiler.is_compiling() or x.numel() == 0 or x.is_meta:
+        return  # reading a value on the host would break the compiled graph; meta tensors hold no values
     if torch.isfinite(x.sum()):
         return  # a finite sum proves every entry finite: inf and NaN never cancel out
     bad = torch.isnan(x) | (x == float("inf")) if allow_neg_inf else ~torch.isfinite(x)

@@ -40,7 +40,7 @@ class SelfAttentionV1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, dtype=self.W_query.dtype)
+        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, like=self.W_query)
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key
         values = x @ self.W_value
@@ -61,7 +61,7 @@ class SelfAttentionV2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
-        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, dtype=self.W_query.weight.dtype)
+        check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, like=self.W_query.weight)
         context, weights = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x))
         return (context, weights) if check_flag(return_weights, "return_weights") else context
 
@@ -88,7 +88,7 @@ class CausalAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
         """Context vectors (b, T, d_out); with return_weights, also the weights used (after dropout)."""
-        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, dtype=self.W_query.weight.dtype)
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         num_tokens = x.shape[1]
         check_length(num_tokens, self.context_length)
         context, weights = scaled_dot_product_attention(
@@ -171,7 +171,7 @@ class MultiHeadAttention(nn.Module):
         In training mode with dropout the weights returned are the ones after dropout, so their
         rows no longer sum to 1: those are the weights that made the output.
         """
-        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, dtype=self.W_query.weight.dtype)
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
         queries = self.split_heads(self.W_query(x))  # (b, h, T, head_dim)
@@ -276,7 +276,7 @@ class FusedMultiHeadAttention(nn.Module):
         means the opposite (True = may attend), so we merge padding and causal masks in our
         convention and invert once. A query that can see no key at all (left padding) gets zeros.
         """
-        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, dtype=self.qkv.weight.dtype)
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
         dropout_p = check_rate(self.dropout) if self.training else 0.0

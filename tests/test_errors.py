@@ -304,3 +304,8 @@ def test_scores_that_overflow_their_dtype_are_an_error_not_nan():
     says(ValueError, lambda: au.MultiHeadAttention(4, 4, 8, 0.0, 2)(torch.randn(2, 5, 4) * 1e30),
          "overflowed torch.float32", "x.double()")
     assert torch.isfinite(au.MultiHeadAttention(4, 4, 8, 0.0, 2)(torch.randn(2, 5, 4) * 1e4)).all()
+
+
+def test_input_on_another_device_than_the_module():
+    says(TypeError, lambda: au.MultiHeadAttention(3, 4, 6, 0.0, 2)(torch.empty(1, 6, 3, device="meta")),
+         "is on meta but the module's weights are on cpu", "x.to('cpu')", "移动输入")
