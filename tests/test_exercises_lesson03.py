@@ -12,36 +12,58 @@ def verdict(capsys) -> str:
     return capsys.readouterr().out
 
 
+def stable_1d(s):
+    exps = torch.exp(s - s.max())
+    return exps / exps.sum()
+
+
+def stable_rows(s):
+    exps = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
 def test_stable_softmax(capsys):
     lesson03.check_stable_softmax(...)
     assert "Not yet" in verdict(capsys)
-    scores = torch.tensor(lesson03.BIG_SCORES)
-    lesson03.check_stable_softmax(torch.exp(scores) / torch.exp(scores).sum())  # the naive one: nan
+    lesson03.check_stable_softmax(lambda s: torch.exp(s) / torch.exp(s).sum())  # the naive one: nan
     out = verdict(capsys)
     assert "Not yet" in out and "Subtract the maximum" in out
-    lesson03.check_stable_softmax(scores / scores.sum())
-    assert "different values" in verdict(capsys)
-    shifted = torch.exp(scores - scores.max())
-    lesson03.check_stable_softmax(shifted / shifted.sum())
-    assert "Correct" in verdict(capsys)
-    # by hand: the scores 250, 252, 249 differ by 2 and 1, so the weights are e^-2, 1, e^-3 over their sum
-    total = math.exp(-2) + 1 + math.exp(-3)
-    lesson03.check_stable_softmax(torch.tensor([math.exp(-2) / total, 1 / total, math.exp(-3) / total, 0.0]))
-    assert "Correct" in verdict(capsys)
-
-
-def test_batch_weights(capsys):
-    batch = au.example_batch(2)
-    scores = batch @ batch.transpose(1, 2)  # (2, 6, 6)
-    lesson03.check_batch_weights(torch.softmax(scores, dim=0))
+    lesson03.check_stable_softmax(lambda s: s / s.sum())
+    assert "should be" in verdict(capsys)
+    lesson03.check_stable_softmax(stable_1d)
     out = verdict(capsys)
-    assert "Not yet" in out and "dim=0" in out
-    lesson03.check_batch_weights(torch.softmax(scores, dim=1))
-    assert "add up to 1" in verdict(capsys)
-    lesson03.check_batch_weights(torch.softmax(scores, dim=-1)[0])
-    assert "shape (2, 6, 6)" in verdict(capsys)
-    lesson03.check_batch_weights(torch.softmax(scores, dim=-1))
+    assert "Correct" in out
+    # by hand: 250, 252, 249 differ by 2 and 1, so the weights are e^-2, 1, e^-3 (and ~0) over their sum
+    total = math.exp(-2) + 1 + math.exp(-3)
+    assert f"{1 / total:.4f}" in out and f"{math.exp(-2) / total:.4f}" in out
+
+
+def test_stable_softmax_refuses_every_shortcut_and_restores_them(capsys):
+    for shortcut in (lambda s: torch.softmax(s, dim=-1), lambda s: torch.nn.functional.softmax(s, dim=-1),
+                     lambda s: s.softmax(-1), lambda s: torch.special.softmax(s, -1), lambda s: au.stable_softmax(s)):
+        lesson03.check_stable_softmax(shortcut)
+        out = verdict(capsys)
+        assert "Not yet" in out and "ready-made softmax" in out
+    x = torch.tensor([1.0, 2.0])
+    assert torch.allclose(x.softmax(-1), torch.softmax(x, dim=-1))  # everything works again afterwards
+    assert torch.allclose(au.stable_softmax(x), torch.nn.functional.softmax(x, dim=-1))
+    assert "softmax" not in torch.Tensor.__dict__
+
+
+def test_softmax_rows(capsys):
+    lesson03.check_softmax_rows(stable_rows)
     assert "Correct" in verdict(capsys)
+    lesson03.check_softmax_rows(stable_1d)  # one maximum and one sum for the whole tensor
+    assert "add up to 1" in verdict(capsys)
+    lesson03.check_softmax_rows(lambda s: torch.exp(s - s.max()) / torch.exp(s - s.max()).sum(dim=-1, keepdim=True))
+    assert "each row's own maximum" in verdict(capsys)
+    lesson03.check_softmax_rows(lambda s: torch.exp(s - s.max(dim=0, keepdim=True).values)
+                                / torch.exp(s - s.max(dim=0, keepdim=True).values).sum(dim=0, keepdim=True))
+    assert "dim=0" in verdict(capsys)
+    lesson03.check_softmax_rows(lambda s: torch.softmax(s, dim=-1))
+    assert "ready-made softmax" in verdict(capsys)
+    lesson03.check_softmax_rows(lambda s: stable_rows(s)[0])
+    assert "same shape" in verdict(capsys)
 
 
 def test_scaled_context(capsys):

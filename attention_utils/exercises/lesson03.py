@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 
 from ..data import example_batch, example_inputs
-from . import check_tensor_answer, feedback
+from . import check_tensor_answer, feedback, missing
 
 # The scores of exercise 1: big enough that exp() overflows in float32.
 BIG_SCORES = (250.0, 252.0, 249.0, 100.0)
@@ -23,29 +25,119 @@ def _softmax_rows(rows: list[list[float]]) -> list[list[float]]:
     return result
 
 
-def check_stable_softmax(answer: object) -> None:
-    """A softmax of BIG_SCORES that neither overflows nor returns nan."""
-    expected = torch.tensor(_softmax_rows([list(BIG_SCORES)])[0])
-    if isinstance(answer, torch.Tensor) and not torch.isfinite(answer).all():
-        return feedback(False, "Your weights contain inf or nan: exp(250) overflows float32. Subtract the maximum score first.",
-                        "你的权重里有 inf 或 nan：exp(250) 超出了 float32 的范围。请先减去最大分数。")
-    check_tensor_answer(answer, expected, "The stable softmax", "数值稳定的 softmax 结果")
+class _ShortcutUsed(Exception):
+    """Raised when the learner's softmax calls a softmax that the exercise asks them to write."""
 
 
-def check_batch_weights(answer: object) -> None:
-    """Attention weights for a (2, 6, 6) batch of scores, normalized over the keys (the last dim)."""
+@contextmanager
+def _softmax_switched_off() -> Iterator[None]:
+    """Make torch's and the package's softmax raise while the learner's function runs, then restore them."""
+    import attention_utils
+    from .. import functional
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise _ShortcutUsed
+
+    places = [(torch, "softmax"), (torch.nn.functional, "softmax"), (torch.special, "softmax"), (torch.Tensor, "softmax"),
+              (attention_utils, "stable_softmax"), (functional, "stable_softmax")]
+    saved = [(owner, name, owner.__dict__.get(name)) for owner, name in places]
+    try:
+        for owner, name in places:
+            setattr(owner, name, refuse)
+        yield
+    finally:
+        for owner, name, original in saved:
+            if original is None:
+                delattr(owner, name)  # torch.Tensor inherits softmax from its C base class
+            else:
+                setattr(owner, name, original)
+
+
+def _run_learner_softmax(softmax: Callable, scores: list) -> torch.Tensor | str:
+    """The learner's softmax of `scores` as a float64 tensor, or the feedback key of what went wrong."""
+    try:
+        with _softmax_switched_off():
+            result = softmax(torch.tensor(scores))
+    except _ShortcutUsed:
+        return "shortcut"
+    if result is None:
+        return "none"
+    if not isinstance(result, torch.Tensor) or tuple(result.shape) != tuple(torch.tensor(scores).shape):
+        return "shape"
+    return result.detach().double()
+
+
+PROBLEMS = {
+    "shortcut": ("Your function calls a ready-made softmax (torch.softmax, F.softmax, .softmax or the package's): "
+                 "write it with torch.exp, a maximum and a sum.",
+                 "你的函数调用了现成的 softmax（torch.softmax、F.softmax、.softmax 或辅助包里的）：请用 torch.exp、最大值和求和自己写。"),
+    "none": ("Your function returns None: finish it and return the weights.", "你的函数返回了 None：请把它写完，并返回权重。"),
+    "shape": ("Your function should return a tensor with the same shape as the scores.",
+              "你的函数应该返回一个与分数形状相同的张量。"),
+}
+
+
+def check_stable_softmax(softmax: object) -> None:
+    """The learner's my_softmax(s) for a 1-d tensor: right on scores that overflow exp(), with no softmax shortcut."""
+    if missing(softmax):
+        return
+    if not callable(softmax):
+        return feedback(False, "Define a function my_softmax(s) and pass the function itself.",
+                        "请定义函数 my_softmax(s)，并把函数本身传进来。")
+    for scores in (list(BIG_SCORES), [-1000.0, -1001.0, -1003.0], [0.5, -1.0, 2.0, 0.0]):
+        result = _run_learner_softmax(softmax, scores)
+        if isinstance(result, str):
+            return feedback(False, *PROBLEMS[result])
+        if not torch.isfinite(result).all():
+            return feedback(False, f"For the scores {scores} your weights contain inf or nan: exp(250) overflows float32 "
+                                   "and exp(-1000) rounds to 0. Subtract the maximum score first.",
+                            f"对分数 {scores}，你的权重里有 inf 或 nan：exp(250) 超出了 float32 的范围，exp(-1000) 会舍入成 0。"
+                            "请先把每个分数减去其中的最大值。")
+        expected = torch.tensor(_softmax_rows([scores])[0], dtype=torch.float64)
+        if not torch.allclose(result, expected, atol=1e-4):
+            return feedback(False, f"For the scores {scores} the weights should be "
+                                   f"{[round(w, 4) for w in expected.tolist()]}; check each step.",
+                            f"对分数 {scores}，权重应为 {[round(w, 4) for w in expected.tolist()]}；请逐步检查计算过程。")
+    weights = [round(w, 4) for w in _softmax_rows([list(BIG_SCORES)])[0]]
+    feedback(True, f"Your softmax survives huge and very negative scores; for {list(BIG_SCORES)} it gives {weights}.",
+             f"你的 softmax 经得起很大的分数和绝对值很大的负分数；对 {list(BIG_SCORES)}，它给出 {weights}。")
+
+
+def check_softmax_rows(softmax: object) -> None:
+    """The learner's my_softmax for any shape: normalized over the last dim, each row shifted by its own maximum."""
+    if missing(softmax):
+        return
+    if not callable(softmax):
+        return feedback(False, "Define a function my_softmax(s) and pass the function itself.",
+                        "请定义函数 my_softmax(s)，并把函数本身传进来。")
     batch = example_batch(2).tolist()
-    scores = [[[sum(x * y for x, y in zip(q, k)) for k in rows] for q in rows] for rows in batch]
-    expected = torch.tensor([_softmax_rows(matrix) for matrix in scores])
-    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape:
-        sums = answer.detach().float().sum(dim=-1)
-        if torch.allclose(answer.detach().float(), torch.full_like(expected, 0.5), atol=1e-4):
+    batch_scores = [[[sum(x * y for x, y in zip(q, k)) for k in rows] for q in rows] for rows in batch]  # (2, 6, 6)
+    far_apart = [[[0.0, 1.0, 2.0], [1000.0, 1001.0, 1002.0]]]  # (1, 2, 3): two rows 1000 apart
+    heads = [[[[0.1 * (h + 1) * (i - j) for j in range(4)] for i in range(4)] for h in range(3)] for _ in range(2)]  # (2, 3, 4, 4)
+    for scores in (batch_scores, far_apart, heads):
+        result = _run_learner_softmax(softmax, scores)
+        if isinstance(result, str):
+            return feedback(False, *PROBLEMS[result])
+        rows = result.reshape(-1, result.shape[-1])
+        expected = torch.tensor(_softmax_rows(torch.tensor(scores).reshape(-1, rows.shape[-1]).tolist()), dtype=torch.float64)
+        if scores is batch_scores and torch.allclose(result, torch.full_like(result, 0.5), atol=1e-4):
             return feedback(False, "Every weight is 0.5: you normalized across the two sentences of the batch (dim=0). Use dim=-1.",
                             "每个权重都是 0.5：你是在批次的两个句子之间做了归一化（dim=0）。请用 dim=-1。")
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-            return feedback(False, "The weights of one query (a row) must add up to 1; normalize over the keys with dim=-1.",
-                            "同一个查询（一行）的权重之和必须为 1；请用 dim=-1 在键的维度上归一化。")
-    check_tensor_answer(answer, expected, "The batch of attention weights", "这一批注意力权重")
+        if not torch.isfinite(result).all():
+            return feedback(False, "Two rows 1000 apart give nan: subtracting one maximum for the whole tensor sends the "
+                                   "lower row to exp(-1000) = 0. Subtract each row's own maximum, "
+                                   "s.max(dim=-1, keepdim=True).values.",
+                            "两行分数相差 1000 时出现了 nan：整个张量只减去一个最大值，会让较低的那一行变成 exp(-1000) = 0。"
+                            "请让每一行减去它自己的最大值：s.max(dim=-1, keepdim=True).values。")
+        if not torch.allclose(rows.sum(dim=-1), torch.ones(rows.shape[0], dtype=torch.float64), atol=1e-4):
+            return feedback(False, "The weights of one query (a row) must add up to 1: sum over the last dimension with "
+                                   "keepdim=True, so the division lines up with each row.",
+                            "同一个查询（一行）的权重之和必须为 1：请在最后一个维度上求和并加上 keepdim=True，这样除法才会与每一行对齐。")
+        if not torch.allclose(rows, expected, atol=1e-4):
+            return feedback(False, "The rows add up to 1 but the values differ: normalize over the last dimension (the keys).",
+                            "每行之和为 1，但数值不对：请在最后一个维度（键）上归一化。")
+    feedback(True, "Your softmax works on any shape: each row over the keys, even for rows 1000 apart and for (b, h, T, T) heads.",
+             "你的 softmax 适用于任意形状：每一行都在键的维度上归一化，即使两行相差 1000，或者是 (b, h, T, T) 的多头分数也没问题。")
 
 
 def check_scaled_context(answer: object) -> None:
