@@ -34,13 +34,14 @@ def http_status(url: str) -> int:
 
 
 @contextlib.contextmanager
-def running_lab(lab_dir: Path | None = None) -> Iterator[tuple[str, int, str]]:
-    """Run `make lab` with a fresh workspace on a free port; yield (base URL, port, token)."""
+def running_lab(lab_dir: Path | None = None, make_args: tuple[str, ...] = ()) -> Iterator[tuple[str, int, str]]:
+    """Run `make lab` (with extra `make_args` such as LANGUAGE=zh) with a fresh workspace on a free port;
+    yield (base URL, port, token)."""
     port, token = free_port(), secrets.token_hex(16)
     with tempfile.TemporaryDirectory() as workspaces:
         args = (f"--no-browser --port={port} --IdentityProvider.token={token} "
                 f"--LabApp.workspaces_dir={workspaces}")
-        command = ["make", "-s", "lab", f"LAB_ARGS={args}"] + ([f"LAB_DIR={lab_dir}"] if lab_dir else [])
+        command = ["make", "-s", "lab", f"LAB_ARGS={args}", *make_args] + ([f"LAB_DIR={lab_dir}"] if lab_dir else [])
         process = subprocess.Popen(command, cwd=ROOT,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         base = f"http://127.0.0.1:{port}"

@@ -1,11 +1,15 @@
 """`make lab` serves JupyterLab on 127.0.0.1 only, and refuses requests without the token."""
 
+import json
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from lab_server import http_status as status
 from lab_server import running_lab
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +48,25 @@ def test_listens_on_loopback_only(lab):
     addresses = listening_addresses(port)
     assert addresses, "nothing listens on the lab's port"
     assert addresses <= {"0100007F"}, f"JupyterLab listens beyond 127.0.0.1: {addresses}"
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+def test_one_language_copy_for_chinese_learners():
+    """`make lab LANGUAGE=zh` serves a Chinese-only copy whose plots are set to Chinese, with its figures."""
+    with running_lab(make_args=("LANGUAGE=zh",)) as (base, _, token):
+        assert status(f"{base}/api/contents/notebooks") == 403
+        listing = get_json(f"{base}/api/contents/notebooks?token={token}")["content"]
+        names = sorted(item["name"] for item in listing if item["name"].endswith(".ipynb"))
+        assert names == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        lesson = get_json(f"{base}/api/contents/notebooks/{names[0]}?token={token}")["content"]
+        languages = {tag for cell in lesson["cells"] if cell["cell_type"] == "markdown"
+                     for tag in cell["metadata"].get("tags", []) if tag in ("en", "zh")}
+        assert languages == {"zh"}
+        parameters = next(c for c in lesson["cells"] if "parameters" in c["metadata"].get("tags", []))
+        assert 'language = "zh"' in parameters["source"]
+        figures = get_json(f"{base}/api/contents/figures?token={token}")["content"]
+        assert any(item["name"] == "attention_pipeline_zh.png" for item in figures)
