@@ -54,7 +54,7 @@ def check_v1_from_v2(answer: object) -> None:
     shapes = [tuple(getattr(answer, name).shape) for name in names]
     if any(shape == (2, 3) for shape in shapes):
         return feedback(False, "A weight has shape (2, 3): that is nn.Linear's layout. V1 multiplies x @ W, so copy weight.T.",
-                        "有权重的形状是 (2, 3)，这是 nn.Linear 的存储方式；V1 计算的是 x @ W，所以要复制 weight.T。")
+                        "其中有一个权重的形状是 (2, 3)，这是 nn.Linear 的存储方式；V1 计算的是 x @ W，所以要复制 weight.T。")
     if any(shape != (3, 2) for shape in shapes):
         return feedback(False, f"V1's matrices should have shape (3, 2), got {shapes}.",
                         f"V1 的三个矩阵形状应为 (3, 2)，你的是 {shapes}。")
@@ -65,9 +65,9 @@ def check_v1_from_v2(answer: object) -> None:
     correct = torch.allclose(got, expected, atol=1e-5)
     feedback(
         correct,
-        "V1 now gives V2's numbers: same weights, only stored the other way round."
+        "V1 now gives V2's numbers: the same weights, each the transpose of the other."
         if correct else "The shapes fit but the outputs differ: copy each weight of sa_v2 into the matching W_* of V1, transposed.",
-        "现在 V1 和 V2 的输出完全一致：权重相同，只是存储方向相反。"
+        "现在 V1 和 V2 的输出完全一致：权重相同，只是互为转置。"
         if correct else "形状对了但输出不同：请把 sa_v2 的每个权重转置后复制到 V1 中对应的 W_*。",
     )
 
