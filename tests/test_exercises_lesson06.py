@@ -69,6 +69,26 @@ def test_eval_context(capsys):
     assert "Correct" in verdict(capsys)
 
 
+def test_eval_context_and_training_average(capsys):
+    torch.manual_seed(123)
+    module = au.CausalAttention(3, 2, 6, 0.5)
+    batch = au.example_batch()
+    with torch.no_grad():
+        eval_context = module.eval()(batch)
+        lesson06.check_eval_context(eval_context, ...)
+        assert "Not yet" in verdict(capsys)
+        lesson06.check_eval_context(eval_context, eval_context)  # forgot to switch dropout back on
+        assert ".train()" in verdict(capsys)
+        module.train()
+        lesson06.check_eval_context(eval_context, module(batch))  # a single pass is far from its expectation
+        assert "more training passes" in verdict(capsys)
+        average = torch.stack([module(batch) for _ in range(2000)]).mean(dim=0)
+        lesson06.check_eval_context(eval_context, average)
+        assert "Correct" in verdict(capsys)
+        lesson06.check_eval_context(average, average)  # (a) answered in training mode
+        assert ".eval()" in verdict(capsys)
+
+
 def test_zero_row_probability(capsys):
     lesson06.check_zero_row_probability(...)
     assert "Not yet" in verdict(capsys)

@@ -7,7 +7,7 @@ import torch
 from ..data import example_batch
 from ..functional import causal_mask
 from ..modules import CausalAttention
-from . import check_tensor_answer, feedback, missing
+from . import check_tensor_answer, feedback, has_form, missing
 
 
 def check_dropout_function(answer: object) -> None:
@@ -66,19 +66,40 @@ def check_dropout_function(answer: object) -> None:
              f"保留了 {fraction:.1%} 的元素，每个都乘以 {1 / (1 - p):.2f}；y/x 的均值为 {mean:.3f}。")
 
 
-def check_eval_context(answer: object) -> None:
+def _eval_reference() -> torch.Tensor:
     """Context vectors of CausalAttention(3, 2, 6, 0.5) built with seed 123, with dropout switched off."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(123)
         reference = CausalAttention(3, 2, 6, 0.0)  # same weights: dropout does not change initialization
     with torch.no_grad():
-        expected = reference(example_batch())
+        return reference(example_batch())
+
+
+def check_eval_context(answer: object, average_train: object = None) -> None:
+    """(a) The eval-mode context vectors; (b) optionally, the average of many training-mode outputs."""
+    expected = _eval_reference()
     if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and not torch.allclose(
         answer.detach().float(), expected, atol=1e-4
     ):
         return feedback(False, "Right shape, different values: is dropout still on? Call .eval() on the module first.",
                         "形状对了，数值不对：dropout 是不是还开着？先对模块调用 .eval()。")
-    check_tensor_answer(answer, expected, "Your context tensor", "你的上下文向量")
+    if average_train is None or missing(answer) or missing(average_train):
+        return check_tensor_answer(answer, expected, "Your context tensor", "你的上下文向量")
+    if not torch.allclose(answer.detach().float(), expected, atol=1e-4):
+        return check_tensor_answer(answer, expected, "Your context tensor", "你的上下文向量")
+    if not has_form(average_train, expected.shape, "The average", "平均值"):
+        return
+    average = average_train.detach().float()
+    if torch.allclose(average, expected, atol=1e-6):
+        return feedback(False, "This is exactly the eval output: dropout was still off. Call .train() before averaging.",
+                        "这恰好就是评估模式的输出：dropout 还关着。取平均之前先调用 .train()。")
+    if (average - expected).abs().max() > 0.1:
+        return feedback(False, "The average is still far from the eval output: average more training passes "
+                        "(1,000 or more), each with a fresh dropout mask.",
+                        "平均值离评估模式的输出还很远：请对更多次训练模式的前向计算取平均（1000 次或更多），每次都用新的 dropout 掩码。")
+    feedback(True, "Both right. The average of the training passes approaches the eval output: dropout keeps the "
+             "expected value of every weight, and the context vectors are linear in the weights.",
+             "两问都对。训练模式下多次输出的平均值逼近评估模式的输出：dropout 保持每个权重的期望值不变，而上下文向量是权重的线性函数。")
 
 
 def check_zero_row_probability(answer: object) -> None:
