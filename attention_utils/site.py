@@ -190,15 +190,18 @@ def copy_assets(copies: Path, out: Path) -> None:
 
 
 def for_static_export(nb):
-    """A copy fit for a static page: no injected parameters, no widget controls, lesson links to .html.
+    """A copy fit for a static page: no widget controls, lesson links to .html.
 
     The explorers' default figures are ordinary image outputs, so they stay; the controls above
-    them only work with a running kernel and are left out.
+    them only work with a running kernel and are left out. The cell papermill injected (language
+    = "zh") stays beside the parameters cell and takes its slide type.
     """
     result = copy.deepcopy(nb)
     result.metadata.pop("widgets", None)
-    result.cells = [c for c in result.cells if "injected-parameters" not in tags(c)]
+    parameters = next((c for c in result.cells if "parameters" in tags(c)), None)
     for cell in result.cells:
+        if "injected-parameters" in tags(cell) and parameters is not None and "slideshow" in parameters.metadata:
+            cell.metadata["slideshow"] = dict(parameters.metadata["slideshow"])
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
         elif cell.cell_type == "markdown":

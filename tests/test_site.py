@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from attention_utils.publish import lesson_paths, write_copies
-from attention_utils.site import build_site, build_slides, slide_problems, slide_types
+from attention_utils.site import build_site, build_slides, for_static_export, slide_problems, slide_types
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = lesson_paths(ROOT / "notebooks")
@@ -64,6 +64,21 @@ def test_slide_rules_on_a_small_lesson():
     assert slide_problems(nb) == []
     nb.cells[7].metadata["slideshow"]["slide_type"] = "-"
     assert slide_problems(nb) == ["cell 7: the zh cell's type '-' differs from its en cell's 'slide'"]
+
+
+def test_static_copy_keeps_figures_drops_controls():
+    """The explorer's controls (widget views) go, its default figure stays, lesson links point to pages."""
+    new = nbformat.v4
+    explorer = new.new_code_cell("explore(draw, n=slider)", outputs=[
+        new.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "m"},
+                                             "text/plain": "HBox()"}),
+        new.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})])
+    links = new.new_markdown_cell("Next: [Lesson 2](02_vectors_in_3d.ipynb), see ![x](../figures/x.png)")
+    nb = new.new_notebook(cells=[links, explorer], metadata={"widgets": {"state": {}}})
+    static = for_static_export(nb)
+    assert [list(o["data"]) for o in static.cells[1].outputs] == [["image/png", "text/plain"]]
+    assert static.cells[0].source == "Next: [Lesson 2](02_vectors_in_3d.html), see ![x](../figures/x.png)"
+    assert "widgets" not in static.metadata and len(nb.cells[1].outputs) == 2
 
 
 def run_in_chinese(path: Path) -> None:
