@@ -3,6 +3,10 @@
     python -m attention_utils.bench            # full run: build/bench/, figures/bench_*.png, README table
     python -m attention_utils.bench --quick    # 30-second smoke run into build/bench/quick/
     python -m attention_utils.bench --check    # full run that fails unless the fused module meets its targets
+    python -m attention_utils.bench --kernel   # only lesson 9's kernel memory: explicit vs tiled vs SDPA
+
+A full run saves what the lessons and the README quote in figures/bench_results.json and
+figures/bench_kernel.json (committed), and draws every figure in English and in Chinese.
 
 Every measurement (implementation, mode, length, round) runs in a child process forked from this
 one before it has run any torch operation, so each child starts clean and its peak resident
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import multiprocessing
@@ -24,7 +29,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -40,8 +45,12 @@ from tqdm import tqdm
 
 from .functional import causal_mask
 from .modules import FusedMultiHeadAttention, MultiHeadAttention, MultiHeadAttentionWrapper
+from .tiled import tiled_attention
 
 ROOT = Path(__file__).resolve().parents[1]
+SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
+SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
+LANGUAGES = ("en", "zh")
 MODES = ("inference", "training")
 DROPOUT = 0.1
 MIB = 2**20
@@ -248,19 +257,127 @@ def measure(key: str, mode: str, length: int, workload: Workload, threads: int) 
     return {"times": times, "memory_mib": memory}
 
 
-def _child(send: Connection, *args) -> None:
+def measure_interleaved(workload: Workload, length: int, calls: int, threads: int) -> dict:
+    """Fused module and bare floor timed in one process, call after call in ABBA order, inference.
+
+    Separate processes differ by more than the few percent the module's checks may cost; here both
+    modules share the process, the input and the machine's moment, so the ratio of medians is fair.
+    """
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    book = MultiHeadAttention(workload.d_model, workload.d_model, length, 0.0, workload.num_heads)
+    modules = {"fused": FusedMultiHeadAttention.from_multihead(book).eval(), "bare": BareReference.from_multihead(book).eval()}
+    x = torch.randn(workload.batch, length, workload.d_model)
+    times: dict[str, list[float]] = {key: [] for key in modules}
+    with torch.inference_mode():
+        for module in modules.values():
+            module(x)  # warm-up
+        for call in range(calls):
+            order = list(modules) if call % 2 == 0 else list(modules)[::-1]  # A B, then B A: drift cancels
+            for key in order:
+                start = time.perf_counter()
+                modules[key](x)
+                times[key].append(time.perf_counter() - start)
+    fused, bare = (statistics.median(times[key]) for key in ("fused", "bare"))
+    return {"length": length, "calls": calls, "fused_ms": 1e3 * fused, "bare_ms": 1e3 * bare, "fused_over_bare": fused / bare}
+
+
+# Lesson 9's kernel comparison: one causal attention call on (batch, heads, T, head_dim) tensors.
+KERNEL_SHAPE = dict(batch=1, heads=8, head_dim=64)
+KERNEL_LENGTHS = (1024, 2048, 4096, 8192)
+KERNEL_EXPLICIT_LIMIT = 4096  # the explicit (T, T) scores at 8192 would need several GiB
+KERNEL_BLOCK = 128
+KERNEL_ROUNDS = 2
+
+
+def explicit_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Causal attention with every (T, T) matrix written out: scores, masked scores, weights."""
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])  # (b, h, T, T)
+    scores = scores.masked_fill(causal_mask(queries.shape[-2], queries.device), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ values
+
+
+KERNELS: dict[str, tuple[tuple[str, str], Callable[..., torch.Tensor]]] = {
+    "explicit": (("explicit softmax", "显式 softmax"), explicit_attention),
+    "tiled": (
+        (f"tiled_attention (blocks of {KERNEL_BLOCK})", f"tiled_attention（分块大小 {KERNEL_BLOCK}）"),
+        lambda q, k, v: tiled_attention(q, k, v, block_size=KERNEL_BLOCK, causal=True),
+    ),
+    "sdpa": (("SDPA (C++ kernel)", "SDPA（C++ 内核）"), lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+}
+
+
+def measure_kernel(key: str, length: int, threads: int) -> dict:
+    """In a fresh process: the extra peak memory of one causal attention call at length T, then its time."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    attend = KERNELS[key][1]
+    shape = (KERNEL_SHAPE["batch"], KERNEL_SHAPE["heads"], length, KERNEL_SHAPE["head_dim"])
+    with torch.inference_mode():
+        attend(*(torch.randn(1, 1, 8, KERNEL_SHAPE["head_dim"]) for _ in range(3)))  # one-off costs first
+        queries, keys, values = (torch.randn(shape) for _ in range(3))
+        baseline = peak_rss()
+        attend(queries, keys, values)
+        memory = (peak_rss() - baseline) / MIB
+        times: list[float] = []
+        while not times or (len(times) < 3 and sum(times) < 0.5):
+            start = time.perf_counter()
+            attend(queries, keys, values)
+            times.append(time.perf_counter() - start)
+    return {"memory_mib": memory, "median_ms": 1e3 * statistics.median(times)}
+
+
+def measure_kernels(threads: int, rounds: int = KERNEL_ROUNDS) -> dict:
+    """Every kernel at every length, each in `rounds` fresh processes; medians and fitted slopes."""
+    runs = [(key, t) for t in KERNEL_LENGTHS for key in KERNELS if key != "explicit" or t <= KERNEL_EXPLICIT_LIMIT]
+    samples: dict[tuple[str, int], list[dict]] = {run: [] for run in runs}
+    for _ in tqdm(range(rounds), desc="kernels", unit="round"):
+        for key, length in runs:
+            result = run_in_child(measure_kernel, key, length, threads)
+            if "error" not in result:
+                samples[key, length].append(result)
+    rows = [
+        {
+            "kernel": key,
+            "label": KERNELS[key][0],
+            "length": length,
+            "memory_mib": statistics.median(r["memory_mib"] for r in found),
+            "median_ms": statistics.median(r["median_ms"] for r in found),
+        }
+        for (key, length), found in samples.items()
+        if found
+    ]
+    slopes = {}
+    for key in KERNELS:
+        own = sorted((r for r in rows if r["kernel"] == key), key=lambda r: r["length"])
+        upper = [r for r in own if r["length"] >= 2048]  # the range where fixed costs no longer dominate
+        slopes[key] = {
+            "memory": loglog_slope([r["length"] for r in upper], [r["memory_mib"] for r in upper]),
+            "time": loglog_slope([r["length"] for r in upper], [r["median_ms"] for r in upper]),
+        }
+    return {
+        "environment": environment(threads),
+        "shape": KERNEL_SHAPE,
+        "block_size": KERNEL_BLOCK,
+        "rounds": rounds,
+        "rows": rows,
+        "slopes_from_2048": slopes,
+    }
+
+
+def _child(send: Connection, function: Callable[..., dict], *args) -> None:
     """Entry point of a forked process: send back the measurement, or the error instead of a traceback."""
     try:
-        send.send(measure(*args))
+        send.send(function(*args))
     except Exception as error:  # any failure becomes a note in the results, e.g. torch.compile without a compiler
         send.send({"error": f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"})
 
 
-def run_in_child(key: str, mode: str, length: int, workload: Workload, threads: int) -> dict:
-    """Run `measure` in a freshly forked process and return what it found."""
+def run_in_child(function: Callable[..., dict], *args) -> dict:
+    """Run function(*args) in a freshly forked process and return the dict it made."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(send, key, mode, length, workload, threads))
+    process = context.Process(target=_child, args=(send, function, *args))
     process.start()
     send.close()
     try:
@@ -319,7 +436,7 @@ def measure_all(workload: Workload, threads: int) -> tuple[dict, list[str]]:
                     bar.update()
                     if key in failed:
                         continue
-                    result = run_in_child(key, mode, length, workload, threads)
+                    result = run_in_child(measure, key, mode, length, workload, threads)
                     if "error" in result:
                         failed.add(key)
                         label = IMPLEMENTATIONS[key].label[0]
@@ -336,6 +453,11 @@ def loglog_slope(xs: list[float], ys: list[float]) -> float:
     if len(points) < 2:
         return math.nan
     return statistics.linear_regression(*zip(*points)).slope
+
+
+def reference_length(lengths: Sequence[int]) -> int:
+    """The length the README table, the traps and the same-process check report: 1024 when measured."""
+    return 1024 if 1024 in lengths else max(lengths)
 
 
 def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
@@ -411,17 +533,23 @@ def check(results: dict) -> list[tuple[str, bool]]:
     overhead = math.exp(statistics.fmean(math.log(r["fused_over_bare"]) for r in results["ratios"]))
     speedup = book["median_ms"] / fused["median_ms"]
     memory = fused["memory_mib"] / book["memory_mib"]
+    same_process = results["interleaved"]
     return [
         (f"fused within 5% of the bare reference (geometric mean of fused/bare): {overhead:.3f}", overhead <= 1.05),
         (f"fused at least 2.5x faster than the book's module, inference T=1024: {speedup:.2f}x", speedup >= 2.5),
         (f"fused needs at most 15% of the book's extra peak memory, inference T=1024: {memory:.1%}", memory <= 0.15),
+        (
+            f"fused at most 1.03x the bare floor, one process, {same_process['calls']} interleaved calls each, "
+            f"inference T={same_process['length']}: {same_process['fused_over_bare']:.3f}",
+            same_process["fused_over_bare"] <= 1.03,
+        ),
     ]
 
 
 def markdown(results: dict) -> str:
     """The README section: setup line, a table at one length, notes, the traps in both languages, figures."""
     env, work = results["environment"], results["workload"]
-    length = 1024 if 1024 in work["lengths"] else max(work["lengths"])
+    length = reference_length(work["lengths"])
     index = by_run(results["rows"])
     fits = {(f["implementation"], f["mode"]): f for f in results["fits"]}
     lines = [
@@ -453,7 +581,16 @@ def markdown(results: dict) -> str:
         cells += [f"{fit['time_exponent']:.2f} ({fit['mode']})", f"{fit['memory_exponent']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *(f"- {note}" for note in results["notes"]), "", *traps(index, length)]
-    lines += ["", "![time](figures/bench_time.png)", "", "![memory](figures/bench_memory.png)"]
+    same_process = results["interleaved"]
+    lines += [
+        "",
+        f"In one process, {same_process['calls']} calls each in alternating order at T={same_process['length']} "
+        f"(inference), the fused module took {same_process['fused_over_bare']:.3f}x the time of the bare floor.",
+        "",
+        f"同一进程内交替调用各 {same_process['calls']} 次（推理，T={same_process['length']}），"
+        f"融合模块的耗时是裸 SDPA 下限的 {same_process['fused_over_bare']:.3f} 倍。",
+    ]
+    lines += ["", "![time](figures/bench_time_en.png)", "", "![memory](figures/bench_memory_en.png)"]
     return "\n".join(lines)
 
 
@@ -474,10 +611,11 @@ def traps(index: dict, length: int) -> list[str]:
         f"fast path of `nn.MultiheadAttention` drops `is_causal` and applies the full mask ({native}x as long). "
         f"Times at T={length}, relative to the fused module.",
         "",
-        "陷阱：SDPA 的布尔 `attn_mask` 中 True 表示“可以看”，与本包和 `nn.MultiheadAttention` 的约定正好相反，"
+        "陷阱：SDPA 的布尔 `attn_mask` 中 True 表示“可以关注”，与辅助包和 `nn.MultiheadAttention` 的约定正好相反，"
         f"掩码写反就会悄悄看到未来；用张量传因果掩码而不用 `is_causal=True`，耗时是融合模块的 {mask} 倍"
-        f"（内核必须计算上三角）；只要 `dropout_p > 0`，CPU 上的 SDPA 就会退回数学实现（训练时耗时为 {dropout} 倍）；"
-        f"`nn.MultiheadAttention` 推理时的快速路径会丢掉 `is_causal`、改用完整掩码（耗时为 {native} 倍）。"
+        "（内核必须计算上三角）；只要 `dropout_p > 0`，CPU 上的 SDPA 就会退回通用的数学实现（math 后端，"
+        f"即按公式逐步计算、存下完整矩阵），训练时耗时是融合模块的 {dropout} 倍；"
+        f"`nn.MultiheadAttention` 推理时的快速路径会丢掉 `is_causal`、改用完整掩码，耗时是融合模块的 {native} 倍。"
         f"以上均为 T={length} 时的测量结果。",
     ]
 
@@ -529,11 +667,12 @@ def plot(results: dict, folder: Path, language: str) -> list[Path]:
                     low, high = [r["min_ms"] for r in own], [r["max_ms"] for r in own]
                     ax.fill_between(x, low, high, color=style["color"], alpha=0.08)
             if quantity == "memory":  # slopes 1 and 2, drawn from the floor's and the book's first points
-                for power, key, label in ((1, "bare", "∝ T"), (2, "book", "∝ T²")):
+                for power, key, label, linestyle in ((1, "bare", "guide ∝ T", ":"), (2, "book", "guide ∝ T²", "-.")):
                     own = series(results["rows"], key, mode)
                     x = [r["length"] for r in own]
                     guide = [own[0][column] * (t / x[0]) ** power for t in x]
-                    ax.plot(x, guide, color="grey", linestyle=":", label=label)
+                    ax.plot(x, guide, color="dimgrey", linestyle=linestyle, linewidth=1.6,
+                            label=text(label, label.replace("guide", "参考线")))
             ax.set(xscale="log", yscale="log", title=titles[mode], ylabel=ylabel)
             ax.set_xlabel(text("sequence length T", "序列长度 T"))
             ax.set_xticks(work["lengths"], [str(t) for t in work["lengths"]])
@@ -551,7 +690,7 @@ def plot(results: dict, folder: Path, language: str) -> list[Path]:
                 f"{env['threads']} 个线程，torch {env['torch']}",
             )
         )
-        path = folder / f"bench_{quantity}{'' if language == 'en' else '_' + language}.png"
+        path = folder / f"bench_{quantity}_{language}.png"
         figure.savefig(path, dpi=110)
         paths.append(path)
     return paths
@@ -577,11 +716,62 @@ def report(results: dict) -> str:
 def write(results: dict, folder: Path) -> None:
     """Save the results as JSON (everything) and CSV (one row per implementation, mode and length)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    save_json(results, folder / "results.json")
     with open(folder / "results.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(results["rows"][0]))
         writer.writeheader()
         writer.writerows(results["rows"])
+
+
+def save_json(results: dict, path: Path) -> None:
+    """Write results as indented UTF-8 JSON."""
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def load_saved(path: Path = SAVED) -> dict:
+    """The results of the last full `make bench`, as committed next to the figures."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def headline(results: dict, language: str = "en") -> list[str]:
+    """The numbers lesson 8 quotes, one line each, in English or Chinese, all at inference or training T=1024."""
+    index = by_run(results["rows"])
+
+    def ms(key: str, mode: str) -> float:
+        return index[key, mode, 1024]["median_ms"]
+
+    def mib(key: str, mode: str) -> float:
+        return index[key, mode, 1024]["memory_mib"]
+
+    same_process = results["interleaved"]
+    one_qkv = ms("book", "inference") / ms("explicit", "inference")
+    sdpa = ms("explicit", "inference") / ms("fused", "inference")
+    values = dict(
+        book=ms("book", "inference"), explicit=ms("explicit", "inference"), fused=ms("fused", "inference"),
+        one_qkv=one_qkv, sdpa=sdpa, floor=same_process["fused_over_bare"],
+        train=ms("fused", "training"), train_mib=mib("fused", "training"),
+        drop=ms("fused_dropout", "training"), drop_mib=mib("fused_dropout", "training"),
+        book_train=ms("book", "training"), book_train_mib=mib("book", "training"),
+        drop_ratio=ms("fused_dropout", "training") / ms("fused", "training"),
+        mask_ratio=ms("bool_mask", "inference") / ms("fused", "inference"),
+    )
+    english = [
+        "inference: book {book:.0f} ms, one QKV matmul {explicit:.0f} ms, + SDPA (fused module) {fused:.0f} ms",
+        "  one QKV matmul: {one_qkv:.2f}x faster; SDPA on top: {sdpa:.2f}x faster",
+        "  fused module / bare floor, same process: {floor:.3f}",
+        "training: fused {train:.0f} ms, {train_mib:.0f} MiB; fused with dropout {drop:.0f} ms, {drop_mib:.0f} MiB "
+        "({drop_ratio:.1f}x the time); book {book_train:.0f} ms, {book_train_mib:.0f} MiB",
+        "boolean causal mask instead of is_causal=True: {mask_ratio:.2f}x the time",
+    ]
+    chinese = [
+        "推理：书中模块 {book:.0f} 毫秒，合并 QKV 后 {explicit:.0f} 毫秒，再换成 SDPA（融合模块）{fused:.0f} 毫秒",
+        "  合并 QKV：速度是原来的 {one_qkv:.2f} 倍；再换 SDPA：速度又是原来的 {sdpa:.2f} 倍",
+        "  融合模块与裸 SDPA 下限的耗时之比（同一进程）：{floor:.3f}",
+        "训练：融合模块 {train:.0f} 毫秒、{train_mib:.0f} MiB；带 dropout 的融合模块 {drop:.0f} 毫秒、{drop_mib:.0f} MiB"
+        "（耗时是前者的 {drop_ratio:.1f} 倍）；书中模块 {book_train:.0f} 毫秒、{book_train_mib:.0f} MiB",
+        "用布尔因果掩码代替 is_causal=True：耗时是融合模块的 {mask_ratio:.2f} 倍",
+    ]
+    return [line.format(**values) for line in (chinese if language == "zh" else english)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -590,7 +780,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, no compile; writes only build/bench/quick/")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the fused module meets its targets")
     parser.add_argument("--replot", action="store_true", help="redraw figures and README from the saved results")
-    parser.add_argument("--language", choices=("en", "zh"), default="en", help="language of the figures")
+    parser.add_argument("--kernel", action="store_true", help="only measure lesson 9's kernels into figures/bench_kernel.json")
+    parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
     args = parser.parse_args(argv)
@@ -598,21 +789,38 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--check needs the full workload; leave out --quick")
     out = args.out or ROOT / "build" / "bench" / ("quick" if args.quick else "")
     began = time.perf_counter()
+    if args.kernel:
+        save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
+        print(f"kernel results in {SAVED_KERNEL}; {time.perf_counter() - began:.0f} s")
+        return 0
+    workload = QUICK if args.quick else FULL
+    if args.rounds:
+        workload = dataclasses.replace(workload, rounds=args.rounds)
     if args.replot:
-        results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        results = load_saved()
     else:
-        workload = QUICK if args.quick else FULL
         samples, found = measure_all(workload, args.threads)
+        length = reference_length(workload.lengths)
+        interleaved = run_in_child(measure_interleaved, workload, length, 5 if args.quick else 21, args.threads)
         found.append(f"The measurements took {time.perf_counter() - began:.0f} s.")
-        results = {"environment": environment(args.threads), **summarize(samples, workload), "notes": found}
+        results = {
+            "environment": environment(args.threads),
+            **summarize(samples, workload),
+            "interleaved": interleaved,
+            "notes": found,
+        }
     if args.check:
         results["checks"] = [{"target": target, "passed": passed} for target, passed in check(results)]
     write(results, out)
     figures = out if args.quick else ROOT / "figures"
     figures.mkdir(parents=True, exist_ok=True)
-    plot(results, figures, args.language)
+    for language in LANGUAGES:
+        plot(results, figures, language)
     if not args.quick:
+        save_json(results, SAVED)
         update_readme(markdown(results))
+        if not args.replot:
+            save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
     print(report(results))
     for item in results.get("checks", []):
         print(("PASS " if item["passed"] else "FAIL ") + item["target"])

@@ -2,6 +2,7 @@
 
 import csv
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,21 +87,47 @@ def test_loglog_slope_recovers_the_exponent():
     assert math.isclose(bench.loglog_slope(lengths, [0.5 * t for t in lengths]), 1.0)
 
 
-def summary(fused_ms: float, fused_mib: float) -> dict:
-    """Results holding the three rows the checks read: fused, bare and book at inference, T=1024."""
+def summary(fused_ms: float, fused_mib: float, same_process: float = 1.01) -> dict:
+    """Results holding what the checks read: fused, bare and book at inference, T=1024, and the same-process ratio."""
     rows = [
         {"implementation": key, "mode": "inference", "length": 1024, "median_ms": ms, "memory_mib": mib}
         for key, ms, mib in (("fused", fused_ms, fused_mib), ("bare", 100.0, 100.0), ("book", 300.0, 1000.0))
     ]
-    return {"rows": rows, "ratios": [{"mode": "inference", "length": 1024, "fused_over_bare": fused_ms / 100.0}]}
+    return {
+        "rows": rows,
+        "ratios": [{"mode": "inference", "length": 1024, "fused_over_bare": fused_ms / 100.0}],
+        "interleaved": {"length": 1024, "calls": 21, "fused_over_bare": same_process},
+    }
 
 
 def test_checks_are_ratios_of_medians():
     assert all(passed for _, passed in bench.check(summary(fused_ms=104.0, fused_mib=140.0)))
     too_slow = [passed for _, passed in bench.check(summary(fused_ms=110.0, fused_mib=140.0))]
-    assert too_slow == [False, True, True]
+    assert too_slow == [False, True, True, True]
     too_big = [passed for _, passed in bench.check(summary(fused_ms=100.0, fused_mib=160.0))]
-    assert too_big == [True, True, False]
+    assert too_big == [True, True, False, True]
+    slow_in_one_process = [passed for _, passed in bench.check(summary(100.0, 140.0, same_process=1.04))]
+    assert slow_in_one_process == [True, True, True, False]
+
+
+def test_the_same_process_measurement_times_both_modules():
+    found = bench.measure_interleaved(bench.QUICK, length=16, calls=4, threads=1)
+    assert found["calls"] == 4 and found["fused_ms"] > 0 and found["bare_ms"] > 0
+    assert math.isclose(found["fused_over_bare"], found["fused_ms"] / found["bare_ms"])
+
+
+def test_the_explicit_kernel_is_causal_attention():
+    queries, keys, values = (torch.randn(2, 3, 9, 4) for _ in range(3))
+    expected = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
+    for key, (_, attend) in bench.KERNELS.items():
+        assert torch.allclose(attend(queries, keys, values), expected, atol=1e-5), key
+
+
+def test_kernel_memory_is_measured_in_a_fresh_process():
+    found = bench.run_in_child(bench.measure_kernel, "explicit", 512, 1)
+    assert found["median_ms"] > 0
+    # eight (512, 512) float32 matrices of scores are 8 MiB; the masked scores and the weights are more of them
+    assert found["memory_mib"] >= 8
 
 
 def test_readme_section_is_replaced_between_the_markers(tmp_path):
@@ -111,7 +138,7 @@ def test_readme_section_is_replaced_between_the_markers(tmp_path):
 
 
 def test_quick_run_writes_one_row_per_configuration(tmp_path):
-    figure = ROOT / "figures" / "bench_time.png"
+    figure = ROOT / "figures" / "bench_time_en.png"
     stamp = figure.stat().st_mtime_ns if figure.exists() else None
     result = subprocess.run(
         [sys.executable, "-m", "attention_utils.bench", "--quick", "--out", str(tmp_path)],
@@ -124,5 +151,25 @@ def test_quick_run_writes_one_row_per_configuration(tmp_path):
     assert sorted((row["implementation"], row["mode"], int(row["length"])) for row in rows) == sorted(runs)
     uncompiled = {key for key, implementation in bench.IMPLEMENTATIONS.items() if not implementation.compiles}
     assert {row["implementation"] for row in rows} == uncompiled
-    assert (tmp_path / "bench_time.png").exists() and (tmp_path / "bench_memory.png").exists()
+    for language in bench.LANGUAGES:
+        assert (tmp_path / f"bench_time_{language}.png").exists() and (tmp_path / f"bench_memory_{language}.png").exists()
     assert (figure.stat().st_mtime_ns if figure.exists() else None) == stamp  # --quick leaves figures/ alone
+
+
+def test_the_readme_shows_the_saved_results():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- bench:start -->\n", 1)[1].split("\n<!-- bench:end -->", 1)[0]
+    assert section == bench.markdown(bench.load_saved())
+
+
+def test_lesson_8_quotes_the_saved_results():
+    import nbformat
+
+    lesson = nbformat.read(ROOT / "notebooks" / "08_fused_attention.ipynb", as_version=4)
+    quoting = [cell for cell in lesson.cells if "bench.headline" in cell.source]
+    assert quoting, "lesson 8 should print its benchmark numbers with bench.headline"
+    stored = "".join(output.get("text", "") for cell in quoting for output in cell.outputs)
+    assert stored.strip() == "\n".join(bench.headline(bench.load_saved(), "en")).strip()
+    prose = "\n".join(cell.source for cell in lesson.cells if cell.cell_type == "markdown")
+    typed = re.findall(r"\d[\d,.]*\s*(?:ms|MiB|毫秒)\b", prose)
+    assert typed == [], f"benchmark numbers typed into lesson 8's prose: {typed}"
