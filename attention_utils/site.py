@@ -44,8 +44,10 @@ HTML_LANGUAGE = {"en": "en", "zh": "zh-CN"}
 # --- slide boundaries ---------------------------------------------------------------------------
 
 def is_setup_code(cell) -> bool:
-    """The parameters cell and the cell that calls au.setup: needed to run a lesson, not to teach it."""
-    return cell.cell_type == "code" and ("parameters" in tags(cell) or "au.setup(" in cell.source)
+    """The parameters cell (and papermill's injected one) and the cell that calls au.setup: needed to run
+    a lesson, not to teach it."""
+    setup_tags = {"parameters", "injected-parameters"}
+    return cell.cell_type == "code" and (bool(setup_tags & set(tags(cell))) or "au.setup(" in cell.source)
 
 
 def heading_level(cell) -> int:
@@ -94,7 +96,8 @@ def slide_types(nb) -> list[str]:
 
     Each `#`/`##` heading starts a slide; the set-up section goes to the speaker notes (its
     parameters cell is skipped); each solution is a sub-slide of its own, shown after the class has
-    tried; otherwise a new sub-slide starts at the English paragraph that would overflow the slide.
+    tried; otherwise a new sub-slide starts where an English paragraph (with the code cells that
+    follow it) or a code cell (with its output) would overflow the slide.
     A Chinese cell always takes the type of the English cell it translates.
     """
     cells = nb.cells
@@ -113,18 +116,15 @@ def slide_types(nb) -> list[str]:
                 types[index], used = "slide", 0
             elif "solution" in tags(cell):
                 types[index], used, after_solution = "subslide", 0, True
-            elif after_solution or used + block_lines(cells, index) > LINES_PER_SLIDE and starts_block(cells, index):
+            elif after_solution or used and used + lines_needed(cells, index) > LINES_PER_SLIDE:
                 types[index], used, after_solution = "subslide", 0, False
             used += cell_lines(cell)
     return types
 
 
-def starts_block(cells, index: int) -> bool:
-    """A paragraph (English cell) or a code cell that does not follow a paragraph it belongs to."""
-    cell = cells[index]
-    if cell.cell_type == "markdown":
-        return language_of(cell) != "zh"
-    return index == 0 or cells[index - 1].cell_type == "code"
+def lines_needed(cells, index: int) -> int:
+    """Lines a cell needs on the current slide: a paragraph with the code cells that follow it, or one code cell."""
+    return block_lines(cells, index) if cells[index].cell_type == "markdown" else cell_lines(cells[index])
 
 
 def block_lines(cells, index: int) -> int:
