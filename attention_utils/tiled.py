@@ -4,9 +4,10 @@
 whenever the maximum grows. `tiled_attention` applies the same bookkeeping to blocks of keys and
 blocks of queries, so the largest tensor it ever builds is one (block_q, block_k) tile of scores per
 batch and head, never the (T, T) matrix. With causal=True it skips the tiles that lie entirely
-above the diagonal and masks only inside the tiles that the diagonal crosses. These are the ideas
-behind FlashAttention (Dao et al., 2022); the real kernels do the same work in registers and
-on-chip memory instead of in Python.
+above the diagonal and masks only inside the tiles that the diagonal crosses. Its backward pass
+keeps one log-sum-exp per query and recomputes each tile of weights, so training stays free of
+(T, T) tensors too. These are the ideas behind FlashAttention (Dao et al., 2022); the real kernels
+do the same work in registers and on-chip memory instead of in Python.
 """
 
 from __future__ import annotations
@@ -95,29 +96,76 @@ def tiled_attention(
     check_flag(causal, "causal")
     block_q = check_size(block_size if block_q is None else block_q, "block_q")
     block_k = check_size(block_size if block_k is None else block_k, "block_k")
-    length_q, length_k = queries.shape[-2], keys.shape[-2]
+    return TiledAttention.apply(queries, keys, values, block_q, block_k, causal)
+
+
+def scored_tiles(
+    queries: torch.Tensor, keys: torch.Tensor, block_q: int, block_k: int, causal: bool
+) -> Iterator[tuple[slice, slice, torch.Tensor]]:
+    """Every tile that is not skipped: its rows, its columns and its scaled scores (future keys set to -inf)."""
     scale = 1.0 / math.sqrt(queries.shape[-1])
-    outputs = []
-    for query_block in blocks(length_q, block_q):
-        q = queries[..., query_block[0] : query_block[1], :] * scale  # (..., bq, d)
-        running_max = q.new_full((*q.shape[:-1], 1), -math.inf)  # (..., bq, 1)
-        running_sum = q.new_zeros((*q.shape[:-1], 1))  # (..., bq, 1)
-        unnormalized = q.new_zeros((*q.shape[:-1], values.shape[-1]))  # (..., bq, d_v)
-        for key_block in blocks(length_k, block_k):
+    for query_block in blocks(queries.shape[-2], block_q):
+        rows = slice(*query_block)
+        for key_block in blocks(keys.shape[-2], block_k):
             if causal and tile_is_skipped(query_block, key_block):
                 break  # this tile and every later one in the row of tiles lie above the diagonal
-            tile = q @ keys[..., key_block[0] : key_block[1], :].transpose(-2, -1)  # (..., bq, bk)
+            columns = slice(*key_block)
+            tile = queries[..., rows, :] @ keys[..., columns, :].transpose(-2, -1) * scale  # (..., bq, bk)
             if causal and tile_crosses_diagonal(query_block, key_block):
-                query_index = torch.arange(*query_block, device=q.device)[:, None]
-                key_index = torch.arange(*key_block, device=q.device)[None, :]
+                query_index = torch.arange(*query_block, device=tile.device)[:, None]
+                key_index = torch.arange(*key_block, device=tile.device)[None, :]
                 tile = tile.masked_fill(key_index > query_index, -math.inf)
-            # Every row's first tile holds key 0, which every query may see, so new_max is finite from the first
-            # tile on: a row whose keys in a later tile are all hidden keeps its old maximum, and exp(-inf) = 0.
-            new_max = torch.maximum(running_max, tile.amax(dim=-1, keepdim=True))  # (..., bq, 1)
-            weights = torch.exp(tile - new_max)  # (..., bq, bk), not yet divided by the sum
-            rescale = torch.exp(running_max - new_max)  # shrinks what was summed under the old maximum; 0 at first
-            running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
-            unnormalized = unnormalized * rescale + weights @ values[..., key_block[0] : key_block[1], :]
-            running_max = new_max
-        outputs.append(unnormalized / running_sum)  # divide once, at the end of the row of tiles
-    return torch.cat(outputs, dim=-2)  # (..., T_q, d_v)
+            yield rows, columns, tile
+
+
+def tiled_forward(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, block_q: int, block_k: int, causal: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The context (..., T_q, d_v) and each query's log-sum-exp (..., T_q, 1), the one number the backward needs."""
+    shape = queries.shape[:-1]
+    running_max = queries.new_full((*shape, 1), -math.inf)  # m of every query
+    running_sum = queries.new_zeros((*shape, 1))  # l of every query
+    unnormalized = queries.new_zeros((*shape, values.shape[-1]))  # o of every query
+    for rows, columns, tile in scored_tiles(queries, keys, block_q, block_k, causal):
+        # Every row's first tile holds key 0, which every query may see, so new_max is finite from the first
+        # tile on: a row whose keys in a later tile are all hidden keeps its old maximum, and exp(-inf) = 0.
+        old_max = running_max[..., rows, :]
+        new_max = torch.maximum(old_max, tile.amax(dim=-1, keepdim=True))  # (..., bq, 1)
+        weights = torch.exp(tile - new_max)  # (..., bq, bk), not yet divided by the sum
+        rescale = torch.exp(old_max - new_max)  # shrinks what was summed under the old maximum; 0 at first
+        running_sum[..., rows, :] = running_sum[..., rows, :] * rescale + weights.sum(dim=-1, keepdim=True)
+        unnormalized[..., rows, :] = unnormalized[..., rows, :] * rescale + weights @ values[..., columns, :]
+        running_max[..., rows, :] = new_max
+    return unnormalized / running_sum, running_max + torch.log(running_sum)  # divide once, at the end
+
+
+class TiledAttention(torch.autograd.Function):
+    """Tiled attention whose backward recomputes each tile of weights from the saved log-sum-exp.
+
+    Storing the weights for the backward would bring back the (T_q, T_k) matrix; FlashAttention keeps one
+    number per query instead, L = m + log(l), and recomputes exp(scores - L) tile by tile.
+    """
+
+    @staticmethod
+    def forward(ctx, queries, keys, values, block_q, block_k, causal):
+        with torch.no_grad():
+            output, log_sum_exp = tiled_forward(queries, keys, values, block_q, block_k, causal)
+        ctx.save_for_backward(queries, keys, values, output, log_sum_exp)
+        ctx.tiling = (block_q, block_k, causal)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        queries, keys, values, output, log_sum_exp = ctx.saved_tensors
+        scale = 1.0 / math.sqrt(queries.shape[-1])
+        grad_queries, grad_keys, grad_values = (torch.zeros_like(t) for t in (queries, keys, values))
+        # d softmax: dS = P * (dP - rowsum(dO * O)), since rowsum(P * dP) = rowsum(dO * O) for every query
+        correction = (grad_output * output).sum(dim=-1, keepdim=True)  # (..., T_q, 1)
+        for rows, columns, tile in scored_tiles(queries, keys, *ctx.tiling):
+            weights = torch.exp(tile - log_sum_exp[..., rows, :])  # (..., bq, bk): the tile's weights, recomputed
+            grad_values[..., columns, :] += weights.transpose(-2, -1) @ grad_output[..., rows, :]
+            grad_weights = grad_output[..., rows, :] @ values[..., columns, :].transpose(-2, -1)
+            grad_scores = weights * (grad_weights - correction[..., rows, :]) * scale
+            grad_queries[..., rows, :] += grad_scores @ keys[..., columns, :]
+            grad_keys[..., columns, :] += grad_scores.transpose(-2, -1) @ queries[..., rows, :]
+        return grad_queries, grad_keys, grad_values, None, None, None

@@ -56,6 +56,28 @@ def test_tiled_attention_equals_sdpa(batch, heads, length_q, length_k, head_dim,
     assert torch.allclose(found, expected, atol=1e-5)
 
 
+@given(
+    length_q=st.integers(1, 13),
+    length_k=st.integers(1, 13),
+    head_dim=st.integers(1, 6),
+    block_q=st.integers(1, 6),
+    block_k=st.integers(1, 6),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=60, deadline=None)
+def test_gradients_recomputed_from_the_log_sum_exp_equal_sdpas(length_q, length_k, head_dim, block_q, block_k, causal, seed):
+    generator = torch.Generator().manual_seed(seed)
+    shapes = ((2, length_q, head_dim), (2, length_k, head_dim), (2, length_k, 3))
+    inputs = [torch.randn(shape, generator=generator, dtype=torch.float64, requires_grad=True) for shape in shapes]
+    expected = F.scaled_dot_product_attention(*inputs, is_causal=causal)
+    upstream = torch.randn(expected.shape, generator=generator, dtype=torch.float64)
+    expected_grads = torch.autograd.grad(expected, inputs, upstream)
+    found = tiled_attention(*inputs, causal=causal, block_q=block_q, block_k=block_k)
+    for grad, expected_grad in zip(torch.autograd.grad(found, inputs, upstream), expected_grads):
+        assert torch.allclose(grad, expected_grad, atol=1e-10)
+
+
 @pytest.mark.parametrize("shape", [(1, 4), (6, 3), (2, 5, 3), (2, 2, 3, 7, 4)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_one_block_size_for_both_sides_and_other_ranks(shape, causal):
@@ -109,6 +131,15 @@ def test_the_largest_intermediate_is_one_tile(causal):
     with LargestTensor() as explicit:  # the check itself can fail: the explicit recipe builds (T, T) tensors
         torch.softmax(queries @ keys.transpose(-2, -1), dim=-1) @ values
     assert max(math.prod(shape) for _, shape in explicit.sizes) == batch * heads * length * length
+
+
+def test_training_stays_within_one_tile_too():
+    batch, heads, length, head_dim, block = 2, 3, 64, 4, 8
+    queries, keys, values = (torch.randn(batch, heads, length, head_dim, requires_grad=True) for _ in range(3))
+    with LargestTensor() as record:
+        tiled_attention(queries, keys, values, block, causal=True).sum().backward()
+    assert all(shape[-2:] != (length, length) for _, shape in record.sizes)
+    assert max(math.prod(shape) for _, shape in record.sizes) == batch * heads * length * head_dim  # inputs' size
 
 
 def test_causal_tiles_above_the_diagonal_are_never_computed():
