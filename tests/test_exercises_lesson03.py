@@ -40,14 +40,15 @@ def test_stable_softmax(capsys):
 
 def test_stable_softmax_refuses_every_shortcut_and_restores_them(capsys):
     for shortcut in (lambda s: torch.softmax(s, dim=-1), lambda s: torch.nn.functional.softmax(s, dim=-1),
-                     lambda s: s.softmax(-1), lambda s: torch.special.softmax(s, -1), lambda s: au.stable_softmax(s)):
+                     lambda s: s.softmax(-1), lambda s: torch.special.softmax(s, -1), lambda s: au.stable_softmax(s),
+                     lambda s: torch.log_softmax(s, dim=-1).exp(), lambda s: s.log_softmax(-1).exp()):
         lesson03.check_stable_softmax(shortcut)
         out = verdict(capsys)
         assert "Not yet" in out and "ready-made softmax" in out
     x = torch.tensor([1.0, 2.0])
     assert torch.allclose(x.softmax(-1), torch.softmax(x, dim=-1))  # everything works again afterwards
     assert torch.allclose(au.stable_softmax(x), torch.nn.functional.softmax(x, dim=-1))
-    assert "softmax" not in torch.Tensor.__dict__
+    assert "softmax" not in torch.Tensor.__dict__ and "log_softmax" not in torch.Tensor.__dict__
 
 
 def test_softmax_rows(capsys):

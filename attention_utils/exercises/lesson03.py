@@ -38,8 +38,9 @@ def _softmax_switched_off() -> Iterator[None]:
     def refuse(*args: object, **kwargs: object) -> None:
         raise _ShortcutUsed
 
-    places = [(torch, "softmax"), (torch.nn.functional, "softmax"), (torch.special, "softmax"), (torch.Tensor, "softmax"),
-              (attention_utils, "stable_softmax"), (functional, "stable_softmax")]
+    places = [(owner, name) for owner in (torch, torch.nn.functional, torch.special, torch.Tensor)
+              for name in ("softmax", "log_softmax")]
+    places += [(attention_utils, "stable_softmax"), (functional, "stable_softmax")]
     saved = [(owner, name, owner.__dict__.get(name)) for owner, name in places]
     try:
         for owner, name in places:
