@@ -35,8 +35,10 @@ LESSON_LINK = re.compile(r"\]\((\d\d_[\w-]+)\.ipynb\)")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SERIES_TITLE = {"en": "Attention, step by step", "zh": "一步一步读懂注意力机制"}
 LABELS = {
-    "en": {"previous": "← Previous lesson", "next": "Next lesson →", "index": "All lessons", "slides": "slides"},
-    "zh": {"previous": "← 上一课", "next": "下一课 →", "index": "全部课程", "slides": "幻灯片"},
+    "en": {"previous": "← Previous lesson", "next": "Next lesson →", "index": "All lessons", "slides": "slides",
+           "other": "[中文版](../zh/index.html)"},
+    "zh": {"previous": "← 上一课", "next": "下一课 →", "index": "全部课程", "slides": "幻灯片",
+           "other": "[English version](../en/index.html)"},
 }
 HTML_LANGUAGE = {"en": "en", "zh": "zh-CN"}
 
@@ -282,9 +284,9 @@ def page_links(names: list[str], position: int, language: str) -> list[dict]:
 
 
 def index_notebook(titles: dict[str, str], language: str):
-    """The site's front page as a one-cell notebook: the title and a list of lessons with their slides."""
+    """The site's front page as a one-cell notebook: the title, the other language, the lessons and their slides."""
     labels = LABELS[language]
-    lines = [f"# {SERIES_TITLE[language]}", ""]
+    lines = [f"# {SERIES_TITLE[language]}", "", labels["other"], ""]
     for name, title in titles.items():
         lines.append(f"1. [{title}]({name}.html) · [{labels['slides']}](../../slides/{language}/{name}.html)")
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("\n".join(lines))])

@@ -241,6 +241,7 @@ def test_index_lists_every_lesson(browser, server, language):
         hrefs = page.eval_on_selector_all("a", "links => links.map(a => a.getAttribute('href'))")
         assert [f"{name}.html" for name in NAMES] == [h for h in hrefs if h.endswith(".html") and "/" not in h]
         assert all(f"../../slides/{language}/{name}.html" in hrefs for name in NAMES)
+        assert f"../{'zh' if language == 'en' else 'en'}/index.html" in hrefs
         if language == "zh":
             assert CHINESE.search(page.inner_text("body"))
         screenshot(page, "html", f"{language}_index")
