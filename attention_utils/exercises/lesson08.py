@@ -1,74 +1,120 @@
-"""Checkers for lesson 8: a fused module built by hand, the bytes of the attention matrix, SDPA's mask."""
+"""Checkers for lesson 8: a fused module built by hand, the bytes of the attention matrix, a merged SDPA mask."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Callable
 
 import torch
 
 from ..modules import FusedMultiHeadAttention, MultiHeadAttention
-from . import as_whole_number, feedback, has_form, missing
+from . import as_whole_number, feedback, missing
 
-# Exercise 1 builds its source module with this seed and these sizes (the notebook does the same).
-SOURCE_SEED = 8
-SOURCE_SIZES = dict(d_in=4, d_out=6, context_length=8, dropout=0.0, num_heads=3, qkv_bias=True)
+# Exercise 1 calls the learner's function on modules of its own: one with projection biases, one without.
+SOURCES = (
+    (8, dict(d_in=4, d_out=6, context_length=8, dropout=0.0, num_heads=3, qkv_bias=True)),
+    (9, dict(d_in=5, d_out=4, context_length=8, dropout=0.0, num_heads=2, qkv_bias=False)),
+)
 
 
-def _source_module() -> MultiHeadAttention:
-    """The module the learner converts, rebuilt here without touching the learner's random stream."""
+def _source_module(seed: int, sizes: dict) -> MultiHeadAttention:
+    """A module to convert, built without touching the learner's random stream."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(SOURCE_SEED)
-        return MultiHeadAttention(**SOURCE_SIZES)
+        torch.manual_seed(seed)
+        return MultiHeadAttention(**sizes)
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
     return a is not None and b is not None and a.shape == b.shape and torch.allclose(a.detach(), b.detach(), atol=1e-6)
 
 
-def check_fused_by_hand(answer: object) -> None:
-    """An au.FusedMultiHeadAttention holding the weights of the seed-8 MultiHeadAttention(4, 6, ..., 3 heads)."""
-    if missing(answer):
-        return
+def _call_watching_for_shortcut(fuse: Callable, source: MultiHeadAttention) -> tuple[object, bool]:
+    """fuse(source), and whether from_multihead ran meanwhile (seen by a profiler, so an alias is caught too)."""
+    shortcut = FusedMultiHeadAttention.from_multihead.__func__.__code__
+    seen = []
+
+    def watch(frame, event, _arg) -> None:
+        if event == "call" and frame.f_code is shortcut:
+            seen.append(frame)
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():  # the learner's stream stays as it was
+            answer = fuse(source)
+    finally:
+        sys.setprofile(previous)
+    return answer, bool(seen)
+
+
+def _problem(answer: object, source: MultiHeadAttention) -> tuple[str, str] | None:
+    """What is wrong with `answer` as a fused copy of `source` (English, Chinese), or None."""
+    sizes = f"({source.d_in}, {source.d_out}, {source.context_length}, 0.0, num_heads={source.num_heads}, qkv_bias={source.W_query.bias is not None})"
     if isinstance(answer, MultiHeadAttention):
-        return feedback(False, "This is still the module with three projections; build an au.FusedMultiHeadAttention "
-                        "and copy the weights into its single qkv layer.",
-                        "这还是带三个投影的模块；请新建一个 au.FusedMultiHeadAttention，把权重复制进它唯一的 qkv 层。")
+        return ("This is still the module with three projections; build an au.FusedMultiHeadAttention and copy the "
+                "weights into its single qkv layer.",
+                "这还是带三个投影的模块；请新建一个 au.FusedMultiHeadAttention，把权重复制进它唯一的 qkv 层。")
     if not isinstance(answer, FusedMultiHeadAttention):
-        return feedback(False, f"fused_by_hand should be an au.FusedMultiHeadAttention, got {type(answer).__name__}.",
-                        f"fused_by_hand 应该是 au.FusedMultiHeadAttention，而你给出的是 {type(answer).__name__}。")
-    source = _source_module()
+        return (f"fuse_by_hand should return an au.FusedMultiHeadAttention, got {type(answer).__name__}.",
+                f"fuse_by_hand 应该返回 au.FusedMultiHeadAttention，而你返回的是 {type(answer).__name__}。")
     projections = {"query": source.W_query, "key": source.W_key, "value": source.W_value}
-    stacked = torch.cat([p.weight for p in projections.values()])  # (18, 4)
-    if answer.qkv.weight.shape != stacked.shape or answer.qkv.bias is None or answer.num_heads != source.num_heads:
-        return feedback(False, "Build it with the same sizes: au.FusedMultiHeadAttention(4, 6, 8, 0.0, num_heads=3, "
-                        "qkv_bias=True); its qkv weight then has shape (18, 4).",
-                        "请用相同的尺寸创建：au.FusedMultiHeadAttention(4, 6, 8, 0.0, num_heads=3, qkv_bias=True)；"
-                        "这样它的 qkv 权重形状是 (18, 4)。")
+    stacked = torch.cat([p.weight for p in projections.values()])  # (3 * d_out, d_in)
+    has_bias = source.W_query.bias is not None
+    if answer.qkv.weight.shape != stacked.shape or (answer.qkv.bias is not None) != has_bias or answer.num_heads != source.num_heads:
+        return (f"Build it with the sizes of mha: au.FusedMultiHeadAttention{sizes}, read from mha.d_in, mha.d_out, "
+                "mha.context_length, mha.num_heads and whether mha.W_query has a bias.",
+                f"请按 mha 的尺寸创建：au.FusedMultiHeadAttention{sizes}，这些值从 mha.d_in、mha.d_out、"
+                "mha.context_length、mha.num_heads 以及 mha.W_query 是否有偏置中读取。")
     if not _same(answer.qkv.weight, stacked):
         blocks = list(answer.qkv.weight.detach().split(source.d_out))
         if all(any(_same(block, p.weight) for block in blocks) for p in projections.values()):
-            return feedback(False, "All three weight matrices are there, but in the wrong order: project_heads reads "
-                            "rows 0-5 as queries, 6-11 as keys and 12-17 as values.",
-                            "三个权重矩阵都在，但顺序不对：project_heads 把第 0-5 行当作查询，第 6-11 行当作键，"
-                            "第 12-17 行当作值。")
-        return feedback(False, "qkv.weight should hold W_query.weight, W_key.weight and W_value.weight stacked row-wise "
-                        "(torch.cat along dim 0).",
-                        "qkv.weight 应该是 W_query.weight、W_key.weight、W_value.weight 按行堆叠的结果（沿第 0 维 torch.cat）。")
-    if not _same(answer.qkv.bias, torch.cat([p.bias for p in projections.values()])):
-        return feedback(False, "The weights are right; now stack the three biases the same way into qkv.bias.",
-                        "权重对了；再用同样的方式把三个偏置堆叠到 qkv.bias 中。")
+            return ("All three weight matrices are there, but in the wrong order: project_heads reads the first d_out "
+                    "rows as queries, then keys, then values.",
+                    "三个权重矩阵都在，但顺序不对：project_heads 把前 d_out 行当作查询，接着是键，最后是值。")
+        return ("qkv.weight should hold W_query.weight, W_key.weight and W_value.weight stacked row-wise "
+                "(torch.cat along dim 0).",
+                "qkv.weight 应该是 W_query.weight、W_key.weight、W_value.weight 按行堆叠的结果（沿第 0 维 torch.cat）。")
+    if has_bias and not _same(answer.qkv.bias, torch.cat([p.bias for p in projections.values()])):
+        return ("The weights are right; now stack the three biases the same way into qkv.bias.",
+                "权重对了；再用同样的方式把三个偏置堆叠到 qkv.bias 中。")
     if not (_same(answer.out_proj.weight, source.out_proj.weight) and _same(answer.out_proj.bias, source.out_proj.bias)):
-        return feedback(False, "The QKV projection is right; copy out_proj's weight and bias as well.",
-                        "QKV 投影对了；还要复制 out_proj 的权重和偏置。")
-    was_training = answer.training
+        return ("The QKV projection is right; copy out_proj's weight and bias as well.",
+                "QKV 投影对了；还要复制 out_proj 的权重和偏置。")
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(0)
-        x = torch.rand(2, 5, SOURCE_SIZES["d_in"])
+        x = torch.rand(2, 5, source.d_in)
         same = torch.allclose(answer.eval()(x), source.eval()(x), atol=1e-5)
-    answer.train(was_training)  # leave the learner's module as it was
     if not same:
-        return feedback(False, "The weights match, but the outputs differ; was the module changed in another way?",
-                        "权重一致，但输出不同；模块是否在别处被改动过？")
-    feedback(True, "One (18, 4) projection does the work of three (6, 4) ones, and the outputs match the source module.",
-             "一个 (18, 4) 的投影完成了三个 (6, 4) 投影的工作，输出与原模块一致。")
+        return ("The weights match, but the outputs differ; was the module changed in another way?",
+                "权重一致，但输出不同；模块是否在别处被改动过？")
+    return None
+
+
+def check_fused_by_hand(fuse: object) -> None:
+    """fuse(mha) must return an au.FusedMultiHeadAttention with mha's weights, built without from_multihead."""
+    if missing(fuse):
+        return
+    if isinstance(fuse, torch.nn.Module) or not callable(fuse):
+        return feedback(False, "Pass the function itself: check_fused_by_hand(fuse_by_hand), without calling it.",
+                        "请传入函数本身：check_fused_by_hand(fuse_by_hand)，不要先调用它。")
+    for seed, sizes in SOURCES:
+        source = _source_module(seed, sizes)
+        try:
+            answer, shortcut = _call_watching_for_shortcut(fuse, source)
+        except Exception as error:  # the learner's code failed: say how, without a long traceback
+            return feedback(False, f"fuse_by_hand(mha) raised {type(error).__name__}: {error}",
+                            f"fuse_by_hand(mha) 抛出了 {type(error).__name__}：{error}")
+        if shortcut:
+            return feedback(False, "from_multihead does exactly what this exercise asks you to write; copy the weights yourself.",
+                            "from_multihead 做的正是本练习要你写的事；请自己复制权重。")
+        if missing(answer):
+            return
+        problem = _problem(answer, source)
+        if problem is not None:
+            return feedback(False, *problem)
+    feedback(True, "Both modules, with and without projection biases, became fused modules with the same outputs: "
+             "one (3 * d_out, d_in) projection does the work of three.",
+             "两个模块（投影带偏置的和不带偏置的）都变成了输出相同的融合模块：一个 (3 * d_out, d_in) 的投影完成了三个投影的工作。")
 
 
 def check_attention_bytes(answer: object) -> None:
@@ -88,42 +134,70 @@ def check_attention_bytes(answer: object) -> None:
                            "这是元素个数；每个 bfloat16 数占 2 个字节。"),
         expected * 2: ("bfloat16 takes 2 bytes a number, not 4 like float32.", "bfloat16 每个数占 2 个字节，不是 float32 的 4 个。"),
         expected * 8: ("Bytes, not bits.", "要的是字节数，不是比特数。"),
-        expected // heads: ("Every head has its own T x T matrix: multiply by the 16 heads.", "每个头都有自己的 T x T 矩阵：还要乘以 16 个头。"),
+        expected // heads: ("Every head has its own T × T matrix: multiply by the 16 heads.", "每个头都有自己的 T × T 矩阵：还要乘以 16 个头。"),
         expected // batch: ("Every sentence of the batch has its own matrices: multiply by the batch size 4.",
                             "批次中每个句子都有自己的矩阵：还要乘以批大小 4。"),
-        expected // length: ("The matrix is T x T: the length appears twice.", "矩阵是 T x T：长度要乘两次。"),
+        expected // length: ("The matrix is T × T: the length appears twice.", "矩阵是 T × T：长度要乘两次。"),
         expected // 2**30: ("Give the answer in bytes, not GiB.", "请用字节表示答案，而不是 GiB。"),
         expected // 2**20: ("Give the answer in bytes, not MiB.", "请用字节表示答案，而不是 MiB。"),
     }
-    en, zh = hints.get(value, ("Multiply batch x heads x T x T x bytes per number.", "请计算 批大小 x 头数 x T x T x 每个数的字节数。"))
+    en, zh = hints.get(value, ("Multiply batch × heads × T × T × bytes per number.", "请计算 批大小 × 头数 × T × T × 每个数的字节数。"))
     feedback(False, en, zh)
 
 
-def check_sdpa_mask(answer: object) -> None:
-    """A (5, 5) boolean attn_mask for causal SDPA: True where a query may attend (itself and the past)."""
+# Exercise 3: two sentences of 5 tokens; the first starts with two padding tokens (True = padding).
+PADDING = ((True, True, False, False, False), (False, False, False, False, False))
+
+
+def _expected_merged() -> torch.Tensor:
+    """SDPA's boolean attn_mask (True = may attend), entry by entry: key j is not after query i and is not padding."""
+    batch, length = len(PADDING), len(PADDING[0])
+    expected = torch.zeros(batch, 1, length, length, dtype=torch.bool)
+    for b in range(batch):
+        for i in range(length):
+            for j in range(length):
+                expected[b, 0, i, j] = j <= i and not PADDING[b][j]
+    return expected
+
+
+def check_merged_mask(answer: object) -> None:
+    """The (2, 1, 5, 5) boolean attn_mask that hides both the future and the padding keys, in SDPA's convention."""
     if missing(answer):
         return
-    length = 5
-    may_attend = torch.ones(length, length, dtype=torch.bool).tril()  # row i: keys 0..i
-    if not has_form(answer, (length, length), "fixed_mask", "fixed_mask "):
-        return
+    expected = _expected_merged()
+    if not isinstance(answer, torch.Tensor):
+        return feedback(False, f"merged should be a torch.Tensor, got {type(answer).__name__}.",
+                        f"merged 应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
     if answer.dtype != torch.bool:
-        additive = torch.zeros(length, length).masked_fill(~may_attend, float("-inf"))
-        if answer.is_floating_point() and torch.equal(answer, additive):
-            return feedback(True, "A float mask of 0 and -inf is added to the scores, so this works too; the boolean "
-                            "form is ~au.causal_mask(5).",
-                            "由 0 和 -inf 组成的浮点掩码会被加到分数上，所以这样也可以；布尔形式是 ~au.causal_mask(5)。")
-        return feedback(False, "SDPA adds a float mask to the scores (1.0 would not hide anything); give a boolean mask.",
-                        "SDPA 会把浮点掩码加到分数上（1.0 遮不住任何东西）；请给出布尔掩码。")
-    if torch.equal(answer, ~may_attend):
-        return feedback(False, "This is the inverted mask: SDPA reads True as 'may attend', so every token would look "
-                        "at the future. Flip it with ~.",
-                        "这是写反的掩码：SDPA 把 True 理解为“可以看”，于是每个词元都会看向未来。请用 ~ 取反。")
-    if torch.equal(answer, may_attend.tril(-1)):
-        return feedback(False, "Each token must also see itself: keep the diagonal True (otherwise the first token sees nothing).",
-                        "每个词元也要能看到自己：对角线应为 True（否则第一个词元什么都看不到）。")
-    if torch.equal(answer, may_attend):
-        return feedback(True, "True on and below the diagonal: each token sees itself and the past, as is_causal=True does.",
-                        "对角线及其下方为 True：每个词元能看到自己和过去，与 is_causal=True 的效果相同。")
-    feedback(False, "Row i should be True for keys 0..i and False for the keys after i.",
-             "第 i 行应在键 0..i 处为 True，在 i 之后的键处为 False。")
+        return feedback(False, "Give a boolean mask (True = may attend); a float mask would be added to the scores.",
+                        "请给出布尔掩码（True = 可以关注）；浮点掩码会被加到分数上。")
+    if tuple(answer.shape) == (2, 5, 5) and torch.equal(answer, expected[:, 0]):
+        return feedback(False, "The entries are right; add the head dimension, shape (2, 1, 5, 5), so that the mask "
+                        "broadcasts over the heads of (b, h, T, T) scores.",
+                        "数值都对了；还要加上头这一维，形状为 (2, 1, 5, 5)，这样掩码才能在 (b, h, T, T) 的分数上按头广播。")
+    if tuple(answer.shape) != tuple(expected.shape):
+        return feedback(False, f"merged should have shape (2, 1, 5, 5): batch, one head for all heads, queries, keys; "
+                        f"got {tuple(answer.shape)}.",
+                        f"merged 的形状应为 (2, 1, 5, 5)：批次、所有头共用的一维、查询、键；你的是 {tuple(answer.shape)}。")
+    causal_only = torch.ones(5, 5, dtype=torch.bool).tril().expand(2, 1, 5, 5)
+    padding = torch.tensor(PADDING)
+    hints = [
+        (~expected, "This is the package's convention (True = hide); SDPA reads True as 'may attend'. Invert it with ~.",
+         "这是辅助包的约定（True = 遮住）；SDPA 把 True 理解为“可以关注”。请用 ~ 取反。"),
+        (causal_only, "The future is hidden, but the padding keys are not: also hide the keys where padding_mask is True.",
+         "未来已经遮住了，但填充的键没有：还要遮住 padding_mask 为 True 的那些键。"),
+        ((~padding)[:, None, None, :].expand(2, 1, 5, 5), "The padding is hidden, but the future is not: combine it with the causal mask.",
+         "填充已经遮住了，但未来没有：还要与因果掩码合并。"),
+        (causal_only & (~padding)[:, None, :, None], "Padding must be hidden as keys (the last dimension), not as queries.",
+         "要遮住的是作为键的填充词元（最后一维），而不是作为查询的。"),
+    ]
+    for wrong, en, zh in hints:
+        if torch.equal(answer, wrong):
+            return feedback(False, en, zh)
+    if not torch.equal(answer, expected):
+        return feedback(False, "Query i may attend to key j when j <= i and key j is not padding.",
+                        "当 j <= i 且键 j 不是填充词元时，查询 i 才可以关注键 j。")
+    feedback(True, "Future and padding keys are hidden. The two padding queries of the first sentence may attend to "
+             "nothing: SDPA gives them zero context vectors (lesson 5 explains why a plain softmax would give NaN).",
+             "未来的键和填充的键都被遮住了。第一个句子的两个填充查询什么都不能关注：SDPA 给它们零向量作为上下文向量"
+             "（第 5 课解释过，普通的 softmax 在这里会得到 NaN）。")
