@@ -6,8 +6,11 @@ screenshots in build/screenshots/ show Chinese text, a Chinese-labelled plot and
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -56,6 +59,18 @@ def page(tmp_path_factory):
             browser.close()
 
 
+def wait_for_kernel(base: str, token: str, path: str) -> None:
+    """Wait until the server runs an idle kernel for the notebook; Run All before that asks to pick a kernel."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base}/api/sessions?token={token}") as response:
+            sessions = json.load(response)
+        if any(s["path"] == path and s["kernel"]["execution_state"] == "idle" for s in sessions):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"no kernel started for {path} within 120 s")
+
+
 def run_all_cells(page) -> None:
     """Clear the stored outputs, Run > Run All Cells, then wait until every code cell has a number."""
     page.click("li.lm-MenuBar-item:has-text('Edit')")
@@ -65,7 +80,8 @@ def run_all_cells(page) -> None:
     panel = ".jp-NotebookPanel:not(.lm-mod-hidden)"
     page.wait_for_function(
         """panel => {
-            const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputPrompt')];
+            // a collapsed cell (a solution) shows an empty placeholder prompt instead of its number
+            const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputPrompt:not(.jp-Placeholder-prompt)')];
             return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
         }""", arg=panel, timeout=120_000)
     page.wait_for_selector(f"{panel} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
@@ -90,6 +106,32 @@ def move_first_widget(page, cell) -> None:
         toggle.first.click()
 
 
+SOLUTION_CODE = ".jp-InputArea-editor:visible"
+SOLUTION_OUTPUT = ".jp-OutputArea-output:visible"
+
+
+def assert_solutions_collapsed(panel, lesson: Path, hidden: str) -> None:
+    """Every solution cell shows a placeholder line, and nothing that matches `hidden` (code, output)."""
+    nb = nbformat.read(lesson, as_version=4)
+    cells = panel.locator(".jp-Notebook .jp-Cell")
+    assert cells.count() == len(nb.cells), "JupyterLab did not render every cell"
+    for index, cell in enumerate(nb.cells):
+        if "solution" in cell.metadata.get("tags", []):
+            shown = cells.nth(index)
+            assert shown.locator(".jp-InputPlaceholder").is_visible() and shown.locator(hidden).count() == 0, (
+                f"solution cell {index} is not collapsed")
+
+
+def open_first_solution(panel, lesson: Path) -> None:
+    """One click on the collapser of the first solution cell shows its code."""
+    nb = nbformat.read(lesson, as_version=4)
+    index = next(i for i, c in enumerate(nb.cells) if "solution" in c.metadata.get("tags", []))
+    cell = panel.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputCollapser").click()
+    cell.locator(".jp-InputArea-editor").wait_for(state="visible", timeout=10_000)
+    assert nb.cells[index].source.splitlines()[0] in cell.locator(".jp-InputArea-editor").inner_text()
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_lesson_runs_and_widget_redraws(page, lesson):
     page, base, token = page
@@ -97,17 +139,22 @@ def test_lesson_runs_and_widget_redraws(page, lesson):
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     panel.locator(".jp-Notebook").wait_for()
     panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    wait_for_kernel(base, token, f"notebooks/{lesson.name}")
     if page.locator(".jp-Dialog").count():  # a slow kernel start can ask which kernel to use
         page.click(".jp-Dialog .jp-mod-accept")
     # menus act on the focused notebook: click this lesson's own tab to make sure it is the one
     page.click(f"#jp-main-dock-panel .lm-TabBar-tab:has-text('{lesson.name}')")
     try:
+        assert_solutions_collapsed(panel, lesson, hidden=f"{SOLUTION_CODE}, {SOLUTION_OUTPUT}")
         run_all_cells(page)
         errors = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
         assert errors.count() == 0, errors.first.inner_text()
         broken = panel.locator(".jp-RenderedMarkdown img").evaluate_all(
             "imgs => imgs.filter(i => i.complete && i.naturalWidth === 0).map(i => i.getAttribute('src'))")
         assert not broken, f"images that do not load: {broken}"
+        # JupyterLab shows a cell's output again when it runs it, but the code stays hidden
+        assert_solutions_collapsed(panel, lesson, hidden=SOLUTION_CODE)
+        open_first_solution(panel, lesson)
 
         cell = panel.locator(".jp-CodeCell:has(.jupyter-widgets)").first
         cell.scroll_into_view_if_needed()
