@@ -323,7 +323,7 @@ def check_padding_mask(padding_mask: object, batch: int, num_tokens: int) -> tor
                 f"`padding_mask` must have shape (batch, num_tokens) = ({batch}, {num_tokens}), one flag per "
                 f"token of x, got {tuple(padding_mask.shape)}.",
                 f"`padding_mask` 的形状必须是 (batch, num_tokens) = ({batch}, {num_tokens})，"
-                f"即 x 的每个词元一个标记，实际是 {tuple(padding_mask.shape)}。",
+                f"即 x 的每个词元对应一个布尔值，实际是 {tuple(padding_mask.shape)}。",
             )
         )
     return padding_mask

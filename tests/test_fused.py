@@ -108,7 +108,7 @@ BAD_INPUTS = {
     ),
     "padding mask of the wrong rank": (
         lambda: FUSED(torch.rand(2, 6, 6), torch.zeros(6, dtype=torch.bool)),
-        ValueError, "`padding_mask` must have shape (batch, num_tokens) = (2, 6)", "每个词元一个标记",
+        ValueError, "`padding_mask` must have shape (batch, num_tokens) = (2, 6)", "每个词元对应一个布尔值",
     ),
 }
 
