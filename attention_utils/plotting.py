@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -66,7 +66,7 @@ def _weight(entry: font_manager.FontEntry) -> int:
     return entry.weight if isinstance(entry.weight, int) else font_manager.weight_dict.get(entry.weight, REGULAR)
 
 
-def _candidate_fonts():
+def _candidate_fonts() -> Iterator[tuple[str, str]]:
     """Yield (font file, family name) pairs to try for Chinese text, most reliable first.
 
     The bundled font comes first: it is pinned, regular weight and tested. A system font is used

@@ -4,6 +4,7 @@ A fresh laptop has no Chinese font, so these tests hide every font that matplotl
 (the system CJK fonts included) and let the package register its bundled font.
 """
 
+import dataclasses
 import logging
 import warnings
 from pathlib import Path
@@ -99,3 +100,20 @@ def test_no_font_at_all_gives_a_bilingual_instruction(fresh_laptop, monkeypatch)
         plotting.use_cjk_font()
     assert "pip install pylopdf-fonts-zh-cn" in str(error.value)
     assert "找不到中文字体" in str(error.value) and "重启内核" in str(error.value)
+
+
+def test_bundled_font_wins_over_system_fonts():
+    # on a machine with Debian's Noto Sans CJK SC the figures still use the pinned font
+    assert Path(plotting.use_cjk_font()).name == plotting.BUNDLED_FONT_FILE
+
+
+def test_a_thin_system_font_is_never_chosen(fresh_laptop, monkeypatch):
+    monkeypatch.setattr(plotting, "BUNDLED_FONT_PACKAGE", "no_such_font_package")
+    manager = font_manager.fontManager
+    dejavu = next(entry for entry in manager.ttflist
+                  if entry.name == "DejaVu Sans" and entry.style == "normal" and entry.weight == 400)
+    thin = dataclasses.replace(dejavu, name="Noto Sans CJK SC", weight=100)
+    manager.ttflist.append(thin)
+    assert list(plotting._candidate_fonts()) == []
+    manager.ttflist.append(dataclasses.replace(thin, weight=400))
+    assert list(plotting._candidate_fonts()) == [(dejavu.fname, "Noto Sans CJK SC")]
