@@ -13,8 +13,8 @@ def verdict(capsys) -> str:
 
 def softmax_route():
     """The statistics after both blocks from torch.logsumexp over all five scores (no running update)."""
-    scores = torch.tensor(lesson09.FIRST_SCORES + lesson09.NEW_SCORES, dtype=torch.float64)
-    values = torch.tensor(lesson09.FIRST_VALUES + lesson09.NEW_VALUES, dtype=torch.float64)
+    scores = torch.tensor(lesson09._FIRST_SCORES + lesson09.NEW_SCORES, dtype=torch.float64)
+    values = torch.tensor(lesson09._FIRST_VALUES + lesson09.NEW_VALUES, dtype=torch.float64)
     new_max = scores.max()
     new_sum = torch.exp(torch.logsumexp(scores, 0) - new_max)
     return new_max.item(), new_sum.item(), torch.softmax(scores, 0) @ values * new_sum
@@ -46,10 +46,10 @@ def test_update_by_hand(capsys):
 
 def test_first_block_state_is_what_a_softmax_gives():
     old_max, old_sum, old_output = lesson09.first_block_state()
-    scores = torch.tensor(lesson09.FIRST_SCORES)
+    scores = torch.tensor(lesson09._FIRST_SCORES)
     assert math.isclose(old_max, 2.1, abs_tol=1e-6)
-    assert math.isclose(old_sum, sum(math.exp(s - 2.1) for s in lesson09.FIRST_SCORES), rel_tol=1e-6)
-    expected = torch.softmax(scores, 0).double() @ torch.tensor(lesson09.FIRST_VALUES, dtype=torch.float64) * old_sum
+    assert math.isclose(old_sum, sum(math.exp(s - 2.1) for s in lesson09._FIRST_SCORES), rel_tol=1e-6)
+    expected = torch.softmax(scores, 0).double() @ torch.tensor(lesson09._FIRST_VALUES, dtype=torch.float64) * old_sum
     assert torch.allclose(old_output, expected, atol=1e-6)
 
 

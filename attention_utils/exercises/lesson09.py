@@ -9,8 +9,8 @@ import torch
 from . import as_whole_number, feedback, missing
 
 # Exercise 1: one query row has met a first block of keys; the learner sees only its running statistics.
-FIRST_SCORES = (0.8, 2.1, -0.3)  # the scores of the first block (hidden from the learner in the notebook)
-FIRST_VALUES = ((1.0, 0.0), (0.5, 1.0), (0.0, 2.0))
+_FIRST_SCORES = (0.8, 2.1, -0.3)  # the first block; private: the learner works from its statistics alone
+_FIRST_VALUES = ((1.0, 0.0), (0.5, 1.0), (0.0, 2.0))
 NEW_SCORES = (2.9, 1.2)  # the next block of keys
 NEW_VALUES = ((2.0, -1.0), (1.0, 1.0))
 
@@ -21,7 +21,7 @@ SIZES = dict(batch=8, heads=12, length=4096, head_dim=64, block_q=128, block_k=2
 
 def first_block_state() -> tuple[float, float, torch.Tensor]:
     """Running max, running sum and unnormalized output after the first block (what the notebook shows)."""
-    scores, values = torch.tensor(FIRST_SCORES, dtype=torch.float64), torch.tensor(FIRST_VALUES, dtype=torch.float64)
+    scores, values = torch.tensor(_FIRST_SCORES, dtype=torch.float64), torch.tensor(_FIRST_VALUES, dtype=torch.float64)
     running_max = scores.max()
     weights = torch.exp(scores - running_max)
     return running_max.item(), weights.sum().item(), weights @ values
@@ -29,8 +29,8 @@ def first_block_state() -> tuple[float, float, torch.Tensor]:
 
 def _expected_state() -> tuple[float, float, torch.Tensor]:
     """The statistics after both blocks, computed from all five scores at once (no rescaling involved)."""
-    scores = torch.tensor(FIRST_SCORES + NEW_SCORES, dtype=torch.float64)
-    values = torch.tensor(FIRST_VALUES + NEW_VALUES, dtype=torch.float64)
+    scores = torch.tensor(_FIRST_SCORES + NEW_SCORES, dtype=torch.float64)
+    values = torch.tensor(_FIRST_VALUES + NEW_VALUES, dtype=torch.float64)
     weights = torch.exp(scores - scores.max())
     return scores.max().item(), weights.sum().item(), weights @ values
 
