@@ -36,9 +36,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SERIES_TITLE = {"en": "Attention, step by step", "zh": "一步一步读懂注意力机制"}
 LABELS = {
     "en": {"previous": "← Previous lesson", "next": "Next lesson →", "index": "All lessons", "slides": "slides",
-           "other": "[中文版](../zh/index.html)"},
+           "other": "[中文版](../zh/index.html)", "solution": "Solution (click to open)"},
     "zh": {"previous": "← 上一课", "next": "下一课 →", "index": "全部课程", "slides": "幻灯片",
-           "other": "[English version](../en/index.html)"},
+           "other": "[English version](../en/index.html)", "solution": "参考答案（点击展开）"},
 }
 HTML_LANGUAGE = {"en": "en", "zh": "zh-CN"}
 
@@ -241,11 +241,12 @@ def export_slides(nb, folder: Path, language: str) -> str:
 
 
 def export_page(nb, folder: Path, language: str, links: list[dict]) -> str:
-    """One page of the static site, with `links` (previous, all lessons, next) above and below it."""
+    """One page of the static site, with `links` (previous, all lessons, next) above and below it and
+    each solution folded away until the reader opens it."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="offline_page", **exporter_settings(language))
-    resources = {"metadata": {"path": str(folder)}, "site_links": links}
+    resources = {"metadata": {"path": str(folder)}, "site_links": links, "solution_label": LABELS[language]["solution"]}
     body, _ = exporter.from_notebook_node(for_static_export(nb), resources=resources)
     return body
 

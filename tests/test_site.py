@@ -223,6 +223,11 @@ def test_page_offline(browser, server, language, name):
         wait_for_mathjax(page)
         check_formulas_and_language(page, language, ".jp-MarkdownOutput")
         assert page.locator(".jp-OutputArea-output img").count() > 0, "the page shows no figure"
+        solutions = page.locator("details.solution")
+        assert solutions.count() >= 2, "the exercises' solutions are not folded away"
+        assert not solutions.first.locator(".jp-CodeCell").is_visible()
+        solutions.first.locator("summary").click()
+        assert solutions.first.locator(".jp-CodeCell").is_visible()
         rels = page.eval_on_selector_all("nav.lesson-links a", "links => links.map(a => a.rel)")
         position = NAMES.index(name)
         assert ("prev" in rels) == (position > 0) and ("next" in rels) == (position < len(NAMES) - 1)
