@@ -24,7 +24,8 @@ import nbformat
 import pytest
 
 from attention_utils.publish import lesson_paths, write_copies
-from attention_utils.site import build_site, build_slides, for_static_export, slide_problems, slide_types
+from attention_utils.site import (build_site, build_slides, for_static_export, mark_slides, slide_problems,
+                                  slide_types)
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = lesson_paths(ROOT / "notebooks")
@@ -43,6 +44,17 @@ LANGUAGES = ("en", "zh")
 def test_slide_metadata_is_complete(lesson):
     nb = nbformat.read(lesson, as_version=4)
     assert slide_problems(nb) == [], "run `python -m attention_utils.site mark-slides` on the lesson"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)
+def test_mark_slides_makes_complete_metadata(lesson, tmp_path):
+    """The rule-based tool leaves every lesson with complete slide metadata and its sources untouched."""
+    copy = tmp_path / lesson.name
+    shutil.copy(lesson, copy)
+    mark_slides(copy)
+    before, after = nbformat.read(lesson, as_version=4), nbformat.read(copy, as_version=4)
+    assert slide_problems(after) == []
+    assert [c.source for c in after.cells] == [c.source for c in before.cells]
 
 
 def test_slide_rules_on_a_small_lesson():
