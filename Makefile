@@ -8,7 +8,11 @@ STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 LAB_DIR ?= .
-LANGUAGE ?= en
+# LANGUAGE is also gettext's environment variable (often en_US:en): only a value given on the make
+# command line (make run LANGUAGE=zh) chooses the language of the series.
+ifneq ($(origin LANGUAGE),command line)
+LANGUAGE := en
+endif
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
