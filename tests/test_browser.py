@@ -1,7 +1,7 @@
 """A learner's view: JupyterLab in Chromium runs each lesson, a widget moves, the figure changes.
 
 Lessons are served from a temporary copy whose parameters cell asks for Chinese plot labels, so the
-screenshots in build/screenshots/ show Chinese text, a Chinese-labelled plot and a moved widget.
+screenshots in build/screenshots/lab/ show Chinese text, a Chinese-labelled plot and a moved widget.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from attention_utils.publish import lesson_paths
 from lab_server import running_lab
 
 ROOT = Path(__file__).resolve().parents[1]
-SCREENSHOTS = ROOT / "build" / "screenshots"
+SCREENSHOTS = ROOT / "build" / "screenshots" / "lab"  # its own folder: the site test writes beside it
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
