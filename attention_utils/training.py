@@ -1,7 +1,8 @@
-"""Train the tiny model of lesson 10 on one task, keeping the loss curve and snapshots of its attention maps.
+"""Train the tiny model of lesson 10 on one task, keeping the loss curve and snapshots of its weights.
 
 Everything random comes from generators seeded by `seed`: the same seed gives the same batches,
-the same held-out sequences and (on one machine) the same numbers.
+the same held-out sequences and (on one machine) the same numbers. A snapshot holds the weights,
+not the maps, so an explorer can show the map of any input at any saved step.
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ class Task(Protocol):
 
 @dataclass
 class TrainingRun:
-    """What training leaves behind: the loss after every step and the probe's maps at a few steps."""
+    """What training leaves behind: the loss after every step and copies of the weights at a few steps."""
 
     losses: list[float] = field(default_factory=list)
     snapshot_steps: list[int] = field(default_factory=list)
-    snapshots: list[torch.Tensor] = field(default_factory=list)  # each (layers, b, heads, T, T)
+    snapshots: list[dict[str, torch.Tensor]] = field(default_factory=list)  # state_dict copies
+
+    def restore(self, model: TinyAttentionModel, index: int) -> TinyAttentionModel:
+        """Load snapshot `index` (0 = untrained, -1 = trained) into `model` and return it."""
+        model.load_state_dict(self.snapshots[index])
+        return model
 
 
 def masked_loss(logits: torch.Tensor, targets: torch.Tensor, scored: torch.Tensor) -> torch.Tensor:
@@ -45,32 +51,34 @@ def train(
     task: Task,
     steps: int,
     seed: int,
-    probe: torch.Tensor | None = None,
     snapshots: int = 10,
     batch_size: int = 64,
     learning_rate: float = 3e-3,
     progress: bool = True,
 ) -> TrainingRun:
-    """AdamW on fresh random batches; saves the probe's attention maps `snapshots` times, evenly spaced."""
+    """AdamW on fresh random batches; copies the weights `snapshots` times, evenly spaced, plus step 0."""
     check_size(steps, "steps")
     check_size(snapshots, "snapshots")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    keep = {round(i * steps / snapshots) for i in range(snapshots + 1)}  # step 0 = the untrained model
+    keep = {round(i * steps / snapshots) for i in range(snapshots)}  # 0 = untrained; the last one after the loop
     run = TrainingRun()
+
+    def take_snapshot(step: int) -> None:
+        run.snapshot_steps.append(step)
+        run.snapshots.append({name: value.detach().clone() for name, value in model.state_dict().items()})
+
     model.train()
-    for step in tqdm(range(steps + 1), desc="training", disable=not progress):
-        if probe is not None and step in keep:
-            run.snapshot_steps.append(step)
-            run.snapshots.append(model.predict(probe)[1])
-        if step == steps:
-            break
+    for step in tqdm(range(steps), desc="training", disable=not progress):
+        if step in keep:
+            take_snapshot(step)
         inputs, targets, scored = task.batch(batch_size, generator)
         loss = masked_loss(model(inputs), targets, scored)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         run.losses.append(loss.item())
+    take_snapshot(steps)
     model.eval()
     return run
 
