@@ -16,18 +16,21 @@ def verdict(capsys) -> str:
 def test_predicted_keys(capsys):
     lesson10.check_predicted_keys(..., 2, "b")
     assert "Not yet" in verdict(capsys)
-    lesson10.check_predicted_keys(9, 2, "b")  # the query itself, not one step back
+    lesson10.check_predicted_keys(3, 2, "b")  # the query itself, not one step back
     assert "Not yet" in verdict(capsys)
-    lesson10.check_predicted_keys(8, 5, "b")  # where 'g' was, not the step after it
+    lesson10.check_predicted_keys(8, 2, "b")  # one step back from the other query
+    assert "Not yet" in verdict(capsys)
+    lesson10.check_predicted_keys(2, 5, "b")  # where 'g' was, not the step after it
     out = verdict(capsys)
     assert "Not yet" in out and "one step after" in out
-    lesson10.check_predicted_keys(8, 6, "g")  # right keys, wrong letter
+    lesson10.check_predicted_keys(2, 6, "g")  # right keys, wrong letter
     assert "Not yet" in verdict(capsys)
-    # by hand: "dgbf" repeats; position 9 is 'g'; 'g' sat at 1 and 5, followed by 'b' at 2 and 6
+    # by hand: "dgbf" repeats; position 3 is 'f', one step back is 2;
+    # position 9 is 'g'; 'g' sat at 1 and 5, followed by 'b' at 2 and 6
     for key in (2, 6):
-        lesson10.check_predicted_keys(8, key, "b")
+        lesson10.check_predicted_keys(2, key, "b")
         assert "Correct" in verdict(capsys)
-    lesson10.check_predicted_keys(8.0, torch.tensor(6), "b")
+    lesson10.check_predicted_keys(2.0, torch.tensor(6), "b")
     assert "Correct" in verdict(capsys)
 
 

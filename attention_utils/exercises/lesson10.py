@@ -9,11 +9,12 @@ import torch
 from . import as_whole_number, check_tensor_answer, feedback, missing
 
 SEQUENCE = "dgbfdgbfdgbfdgbf"  # the repeating input of exercise 1 (period 4)
-QUERY = 9  # the position exercise 1 asks about (counted from 0): the letter 'g'
+FIRST_ROUND_QUERY = 3  # exercise 1 asks where layer 0 looks from here (counted from 0): the letter 'f'
+QUERY = 9  # and where layer 1 looks from here, and what comes next: the letter 'g'
 
 
 def check_predicted_keys(layer0_key: object, layer1_key: object, next_letter: object) -> None:
-    """At QUERY in SEQUENCE: the previous-token head's key, an induction head key, and the predicted letter."""
+    """In SEQUENCE: the previous-token head's key from FIRST_ROUND_QUERY; from QUERY an induction key and the letter."""
     if missing(layer0_key) or missing(layer1_key) or missing(next_letter):
         return
     keys = [as_whole_number(layer0_key), as_whole_number(layer1_key)]
@@ -23,22 +24,22 @@ def check_predicted_keys(layer0_key: object, layer1_key: object, next_letter: ob
     letter = SEQUENCE[QUERY]
     # keys whose previous letter equals the query's letter: where the same letter was seen, one step later
     induction_keys = [key for key in range(1, QUERY + 1) if SEQUENCE[key - 1] == letter]
-    if keys[0] != QUERY - 1:
-        return feedback(False, f"Layer 0's head looks one step back: from position {QUERY}, which position is that?",
-                        f"第 0 层的头往回看一步：从位置 {QUERY} 出发，那是哪个位置？")
+    if keys[0] != FIRST_ROUND_QUERY - 1:
+        return feedback(False, f"Layer 0's head looks one step back: from position {FIRST_ROUND_QUERY}, which position "
+                        "is that?", f"层 0 的头往回看一步：从位置 {FIRST_ROUND_QUERY} 出发，那是哪个位置？")
     if keys[1] not in induction_keys:
         hint_en = " (That is where the same letter was; the head looks one step after it.)" if (
             keys[1] < QUERY and SEQUENCE[keys[1]] == letter) else ""
         hint_zh = "（那是同一个字母出现的位置；这个头看的是它的下一个位置。）" if hint_en else ""
         return feedback(False, f"Layer 1's head looks for a key whose previous letter is '{letter}'.{hint_en}",
-                        f"第 1 层的头寻找前一个字母是 '{letter}' 的键。{hint_zh}")
+                        f"层 1 的头寻找前一个字母是 '{letter}' 的键。{hint_zh}")
     expected_letter = SEQUENCE[induction_keys[-1]]
     if next_letter != expected_letter:
         return feedback(False, "The keys are right; the prediction is the letter at layer 1's key.",
-                        "两个键都对了；预测就是第 1 层所看的键上的那个字母。")
-    feedback(True, f"Position {QUERY - 1} for layer 0; any of {induction_keys} for layer 1; the next letter is "
+                        "两个键都对了；预测就是层 1 所看的键上的那个字母。")
+    feedback(True, f"Position {FIRST_ROUND_QUERY - 1} for layer 0; any of {induction_keys} for layer 1; the next letter is "
              f"'{expected_letter}'. Run the next cell to compare with the trained model.",
-             f"第 0 层看位置 {QUERY - 1}；第 1 层看 {induction_keys} 中的任意一个；下一个字母是 "
+             f"层 0 看位置 {FIRST_ROUND_QUERY - 1}；层 1 看 {induction_keys} 中的任意一个；下一个字母是 "
              f"'{expected_letter}'。运行下一个单元格，和训练好的模型对照。")
 
 
@@ -93,7 +94,7 @@ def check_silenced(answer: object, model: torch.nn.Module, batch: tuple) -> None
         if abs(value - expected[layer]) > 0.01:
             return feedback(False, f"answer[{layer}] = {value:.3f} differs from what silencing gives; silence only "
                             f"layer {layer}'s head, and score only the scored positions.",
-                            f"answer[{layer}] = {value:.3f} 与屏蔽后的结果不符；只屏蔽第 {layer} 层的头，"
+                            f"answer[{layer}] = {value:.3f} 与屏蔽后的结果不符；只屏蔽层 {layer} 的头，"
                             "并且只统计需要打分的位置。")
     if all(value < 0.5 for value in expected.values()):
         return feedback(True, "Both numbers match, and both are far below the trained model's: the task needs both "
