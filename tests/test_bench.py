@@ -110,10 +110,11 @@ def test_checks_are_ratios_of_medians():
     assert slow_in_one_process == [True, True, True, False]
 
 
-def test_the_same_process_measurement_times_both_modules():
+def test_the_same_process_measurement_times_every_step():
     found = bench.measure_interleaved(bench.QUICK, length=16, calls=4, threads=1)
-    assert found["calls"] == 4 and found["fused_ms"] > 0 and found["bare_ms"] > 0
-    assert math.isclose(found["fused_over_bare"], found["fused_ms"] / found["bare_ms"])
+    assert found["calls"] == 4 and set(found["median_ms"]) == set(bench.SAME_PROCESS)
+    assert all(ms > 0 for ms in found["median_ms"].values())
+    assert math.isclose(found["fused_over_bare"], found["median_ms"]["fused"] / found["median_ms"]["bare"])
 
 
 def test_the_explicit_kernel_is_causal_attention():
@@ -174,3 +175,9 @@ def test_lesson_8_quotes_the_saved_results():
     # times and time ratios come only from the saved results (memory in MiB/GiB is also computed by formula there)
     typed = re.findall(r"\d[\d,.]*\s*(?:ms|s|GB|毫秒|秒)\b|\d+(?:\.\d+)?\s*[x×](?=[\s,.;:)]|$)", prose)
     assert typed == [], f"benchmark numbers typed into lesson 8's prose: {typed}"
+
+
+def test_kernels_timed_together_report_every_kernel():
+    found = bench.time_kernels_together(length=64, calls=3, threads=1)
+    assert found["calls"] == 3 and set(found["median_ms"]) == set(bench.KERNELS)
+    assert all(ms > 0 for ms in found["median_ms"].values())
