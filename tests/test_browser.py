@@ -156,7 +156,8 @@ def test_lesson_runs_and_widget_redraws(page, lesson):
         assert_solutions_collapsed(panel, lesson, hidden=SOLUTION_CODE)
         open_first_solution(panel, lesson)
 
-        cell = panel.locator(".jp-CodeCell:has(.jupyter-widgets)").first
+        # an explorer's controls, not another widget such as lesson 10's training progress bar
+        cell = panel.locator(".jp-CodeCell:has(.widget-slider, .widget-dropdown, .widget-toggle-button)").first
         cell.scroll_into_view_if_needed()
         before = cell.locator(".jp-OutputArea-output img").last.get_attribute("src")
         move_first_widget(page, cell)
