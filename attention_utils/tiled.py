@@ -77,7 +77,7 @@ def tiled_attention(
     queries: torch.Tensor,
     keys: torch.Tensor,
     values: torch.Tensor,
-    block_size: int = 64,
+    block_size: int = 128,
     causal: bool = False,
     *,
     block_q: int | None = None,
