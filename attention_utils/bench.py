@@ -554,15 +554,17 @@ def environment(threads: int) -> dict:
 
 
 def check(results: dict) -> list[tuple[str, bool]]:
-    """The targets, as ratios of medians from this run: (description, passed) pairs."""
+    """The targets, as ratios of medians from this run: (description, passed) pairs.
+
+    The check cost is judged in one process with interleaved calls: fused/bare ratios from separate
+    processes are still printed, but on a shared machine they swing by more than the 3% at stake.
+    """
     index = by_run(results["rows"])
     fused, book = index["fused", "inference", 1024], index["book", "inference", 1024]
-    overhead = math.exp(statistics.fmean(math.log(r["fused_over_bare"]) for r in results["ratios"]))
     speedup = book["median_ms"] / fused["median_ms"]
     memory = fused["memory_mib"] / book["memory_mib"]
     same_process = results["interleaved"]
     return [
-        (f"fused within 5% of the bare reference (geometric mean of fused/bare): {overhead:.3f}", overhead <= 1.05),
         (f"fused at least 2.5x faster than the book's module, inference T=1024: {speedup:.2f}x", speedup >= 2.5),
         (f"fused needs at most 15% of the book's extra peak memory, inference T=1024: {memory:.1%}", memory <= 0.15),
         (
