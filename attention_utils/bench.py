@@ -585,7 +585,7 @@ def markdown(results: dict) -> str:
         f"Written by `make bench` on {env['date']}: {env['cpu']}, {env['threads']} threads, torch {env['torch']}; "
         f"batch {work['batch']}, d_model {work['d_model']}, {work['num_heads']} heads (GPT-2 small), T = {length}. "
         "Times are medians of all timed calls (min–max), each configuration measured in "
-        f"{work['rounds']} fresh processes; memory is the extra peak resident memory of one call; "
+        f"{work['rounds']} fresh process{'' if work['rounds'] == 1 else 'es'}; memory is the extra peak resident memory of one call; "
         f"exponents are least-squares slopes on log-log axes over T = {', '.join(map(str, work['lengths']))}.",
         "",
         "| implementation | inference ms | × wrapper | MiB | training ms | × wrapper | MiB | time ~ T^k | memory ~ T^k |",
