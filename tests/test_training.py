@@ -178,6 +178,16 @@ def test_same_seed_same_losses():
     assert runs[0] == runs[1] and len(runs[0]) == 5
 
 
+def test_training_gives_the_thread_count_back():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        training.train(TinyAttentionModel(16, 8), REVERSE, steps=2, seed=0, progress=False)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_snapshots_hold_the_untrained_and_the_trained_weights():
     torch.manual_seed(0)
     model = TinyAttentionModel(REVERSE.vocab_size, REVERSE.length, causal=False)
