@@ -274,16 +274,21 @@ class FusedMultiHeadAttention(nn.Module):
 
         The padding mask follows the package's convention (True = hide). SDPA's boolean attn_mask
         means the opposite (True = may attend), so we merge padding and causal masks in our
-        convention and invert once. A query that can see no key at all (left padding) gets zeros.
+        convention and invert once. A query that can see no key at all (left padding) gets a zero
+        context vector, in eager mode and under torch.compile alike.
         """
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
         dropout_p = check_rate(self.dropout) if self.training else 0.0
-        attn_mask = None
+        attn_mask = sees_nothing = None
         if padding_mask is not None:
             hidden_keys = check_padding_mask(padding_mask, b, num_tokens)[:, None, None, :]  # (b, 1, 1, T)
-            attn_mask = ~(causal_mask(num_tokens, x.device) | hidden_keys)  # (b, 1, T, T), True = may attend
+            hidden = causal_mask(num_tokens, x.device) | hidden_keys  # (b, 1, T, T), True = hide
+            # A query that sees no key (left padding) may look everywhere, so no kernel ever meets a row
+            # of -inf; its context is set to zero below, the package's policy for such rows.
+            sees_nothing = hidden.all(dim=-1, keepdim=True)  # (b, 1, T, 1)
+            attn_mask = ~hidden | sees_nothing  # SDPA's convention: True = may attend
         queries, keys, values = self.project_heads(x)  # each (b, h, T, head_dim)
         context = nn.functional.scaled_dot_product_attention(
             queries,
@@ -293,4 +298,6 @@ class FusedMultiHeadAttention(nn.Module):
             dropout_p=dropout_p,
             is_causal=attn_mask is None,  # the flag lets the kernel skip the future instead of masking it
         )  # (b, h, T, head_dim)
+        if sees_nothing is not None:
+            context = context.masked_fill(sees_nothing, 0.0)
         return self.combine_heads(context)
