@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -113,7 +113,7 @@ def built(tmp_path_factory) -> Path:
         return Path(os.environ["SITE_BUILD"]).resolve()
     build = tmp_path_factory.mktemp("build")
     write_copies(build, ROOT / "notebooks")
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ProcessPoolExecutor(max_workers=2) as pool:  # not threads: papermill changes the working folder
         list(pool.map(run_in_chinese, lesson_paths(build / "zh")))
     build_slides(build, build / "slides")
     build_site(build, build / "html")
