@@ -99,9 +99,9 @@ def move_first_widget(page, cell) -> None:
         for _ in range(3):
             page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
     elif dropdown.count():
-        options = dropdown.first.locator("option").all_text_contents()
-        current = dropdown.first.input_value()
-        dropdown.first.select_option(label=next(o for o in options if o != current))
+        # by position: ipywidgets writes the spaces of option labels as no-break spaces
+        chosen = dropdown.first.evaluate("select => select.selectedIndex")
+        dropdown.first.select_option(index=1 if chosen == 0 else 0)
     else:
         toggle.first.click()
 
