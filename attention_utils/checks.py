@@ -203,19 +203,19 @@ def check_size(value: object, name: str, minimum: int = 1) -> int:
     return number
 
 
-def check_scores_fit(scores: torch.Tensor) -> None:
-    """Refuse scores that overflowed their dtype, so the overflow does not come back as NaN weights."""
-    if torch.compiler.is_compiling() or scores.numel() == 0 or torch.isfinite(scores.sum()):
+def check_scores_fit(context: torch.Tensor) -> None:
+    """Refuse a result that overflowed: from finite inputs, NaN or inf appear only when the scores overflowed."""
+    if torch.compiler.is_compiling() or context.numel() == 0 or torch.isfinite(context.sum()):
         return
-    if torch.isfinite(scores).all():
+    if torch.isfinite(context).all():
         return  # only the sum overflowed
-    limit = torch.finfo(scores.dtype).max
-    wider, to_wider = ("float32", "x.float(), module.float()") if scores.element_size() < 4 else ("float64", "x.double(), module.double()")
+    limit = torch.finfo(context.dtype).max
+    wider, to_wider = ("float32", "x.float(), module.float()") if context.element_size() < 4 else ("float64", "x.double(), module.double()")
     raise ValueError(
         bilingual(
-            f"The attention scores overflowed {scores.dtype} (a dot product beyond {limit:.3g}); the queries and "
+            f"The attention scores overflowed {context.dtype} (a dot product beyond {limit:.3g}); the queries and "
             f"keys are too large for this dtype: scale the input down, or compute in {wider} ({to_wider}).",
-            f"注意力分数超出了 {scores.dtype} 的表示范围（有点积大于 {limit:.3g}）；查询和键的数值对这种类型来说太大了："
+            f"注意力分数超出了 {context.dtype} 的表示范围（有点积大于 {limit:.3g}）；查询和键的数值对这种类型来说太大了："
             f"请把输入缩小，或改用 {wider} 计算（{to_wider}）。",
         )
     )

@@ -142,18 +142,22 @@ def scaled_dot_product_attention(
         )
     if scores.dim() > 1:
         _batch_shape_fits(scores, values)
-    check_scores_fit(scores)
     scores = scores / math.sqrt(keys.shape[-1])
-    if mask is not None:
-        hidden = check_mask(mask, scores.shape)
-        nothing_visible = hidden.all(dim=-1, keepdim=True)
-        # -inf hides a key; a row with nothing visible gets 0 scores so softmax stays finite, then 0 weights
-        scores = scores.masked_fill(hidden, float("-inf")).masked_fill(nothing_visible, 0.0)
-        weights = torch.softmax(scores, dim=-1).masked_fill(nothing_visible, 0.0)
-    else:
+    if mask is None:
         weights = torch.softmax(scores, dim=-1)
+    else:
+        hidden = check_mask(mask, scores.shape)
+        nothing_visible = hidden.all(dim=-1, keepdim=True)  # mask-sized: cheap to look at
+        if torch.compiler.is_compiling() or nothing_visible.any():
+            # such a row may look everywhere, so softmax stays finite; its weights are then set to 0
+            weights = torch.softmax(scores.masked_fill(hidden & ~nothing_visible, float("-inf")), dim=-1)
+            weights = weights.masked_fill(nothing_visible, 0.0)
+        else:
+            weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
     weights = torch.nn.functional.dropout(weights, p=dropout_p, training=training)
-    return weights @ values, weights
+    context = weights @ values
+    check_scores_fit(context)  # inputs are finite, so NaN or inf here means the scores overflowed
+    return context, weights
 
 
 def _batch_shape_fits(scores: torch.Tensor, values: torch.Tensor) -> None:
