@@ -113,7 +113,8 @@ def test_the_same_process_measurement_times_every_step():
     found = bench.measure_interleaved(bench.QUICK, length=16, calls=4, threads=1)
     assert found["calls"] == 4 and set(found["median_ms"]) == set(bench.SAME_PROCESS)
     assert all(ms > 0 for ms in found["median_ms"].values())
-    assert math.isclose(found["fused_over_bare"], found["median_ms"]["fused"] / found["median_ms"]["bare"])
+    assert set(found["ratios"]) == {f"{a}/{b}" for a, b in bench.SAME_PROCESS_PAIRS}
+    assert found["fused_over_bare"] == found["ratios"]["fused/bare"] and all(r > 0 for r in found["ratios"].values())
 
 
 def test_the_explicit_kernel_is_causal_attention():
