@@ -203,7 +203,7 @@ def check_size(value: object, name: str, minimum: int = 1) -> int:
     return number
 
 
-def check_scores_fit(context: torch.Tensor) -> None:
+def check_no_overflow(context: torch.Tensor) -> None:
     """Refuse a result that overflowed: from finite inputs, NaN or inf appear only when the scores overflowed."""
     if torch.compiler.is_compiling() or context.numel() == 0 or torch.isfinite(context.sum()):
         return

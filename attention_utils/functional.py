@@ -14,9 +14,9 @@ from .checks import (
     bilingual,
     check_flag,
     check_mask,
+    check_no_overflow,
     check_rate,
     check_same_dtype,
-    check_scores_fit,
     check_size,
     check_tensor,
 )
@@ -156,7 +156,7 @@ def scaled_dot_product_attention(
             weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
     weights = torch.nn.functional.dropout(weights, p=dropout_p, training=training)
     context = weights @ values
-    check_scores_fit(context)  # inputs are finite, so NaN or inf here means the scores overflowed
+    check_no_overflow(context)  # inputs are finite, so NaN or inf here means the scores overflowed
     return context, weights
 
 
