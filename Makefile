@@ -38,7 +38,7 @@ setup: $(STAMP) ## create .venv and install the pinned dependencies (skipped whe
 # plain `make lab` opens the bilingual lessons themselves.
 ifeq ($(origin LANGUAGE),command line)
 LAB_DIR := build/lab/$(LANGUAGE)
-LAB_COPY := $(BIN)/python -m attention_utils.site lab-copy $(LANGUAGE) $(LAB_DIR)
+LAB_COPY := $(BIN)/python -m attention_utils.course.site lab-copy $(LANGUAGE) $(LAB_DIR)
 endif
 
 lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (LANGUAGE=en|zh: a one-language copy)
@@ -54,7 +54,7 @@ test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill, t
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest notebooks $(PYTEST_ARGS)
 
 notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
-	$(BIN)/python -m attention_utils.publish execute
+	$(BIN)/python -m attention_utils.course.publish execute
 
 run: $(STAMP) ## run the whole series headlessly with papermill into build/run/ (LANGUAGE=en|zh)
 	@mkdir -p build/run/$(LANGUAGE)
@@ -64,22 +64,22 @@ run: $(STAMP) ## run the whole series headlessly with papermill into build/run/ 
 	done
 
 copies: $(STAMP) ## write English-only, Chinese-only (re-run with Chinese plots) and student copies into build/
-	$(BIN)/python -m attention_utils.publish copies build
+	$(BIN)/python -m attention_utils.course.publish copies build
 	@for nb in build/zh/*.ipynb; do \
 	  $(BIN)/papermill --cwd notebooks -k python3 -p language zh "$$nb" "$$nb" || exit 1; \
 	done
 
 slides: copies ## reveal.js slides of every lesson, offline: build/slides/en/, build/slides/zh/
-	$(BIN)/python -m attention_utils.site slides build
+	$(BIN)/python -m attention_utils.course.site slides build
 
 html: copies ## a static site of the series, offline: build/html/en/index.html, build/html/zh/index.html
-	$(BIN)/python -m attention_utils.site html build
+	$(BIN)/python -m attention_utils.course.site html build
 
 figures: $(STAMP) ## regenerate the images in figures/ from code
-	$(BIN)/python -m attention_utils.figures
+	$(BIN)/python -m attention_utils.course.figures
 
 bench: $(STAMP) ## benchmark the attention implementations; writes build/bench/, figures/ (PNG and the JSON lessons 8 and 9 read) and the README table
-	$(BIN)/python -m attention_utils.bench $(BENCH_ARGS)
+	$(BIN)/python -m attention_utils.course.bench $(BENCH_ARGS)
 
 lock: $(STAMP) ## rewrite requirements-lock.txt from what is installed in .venv
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^attention' | sed 's/+cpu$$//' > requirements-lock.txt

@@ -1,4 +1,12 @@
-"""Helpers for the attention notebook series: the running example, attention functions and modules."""
+"""The teaching library of the attention series: what the lessons import and a learner may read.
+
+Two rooms, one package:
+- the teaching library (this folder): data, checks, functional, modules, tiled, tiny_model, tasks,
+  training, language, plotting, widgets, environment, results (saved benchmark numbers),
+  exercises/ (checkers) and explorers/ (the lessons' interactive figures);
+- the workshop, `attention_utils.course`: copies, slides, site, figures and the benchmark. It
+  imports the library; the library never imports it.
+"""
 
 from .environment import setup
 from .data import TOKENS, example_batch, example_inputs, sliding_window_pairs

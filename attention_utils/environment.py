@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 
 from .checks import bilingual, check_size
+from .language import LANGUAGES
 
 # Large reductions depend on the number of threads; pinning it keeps printed digits the same
 # on a laptop with 8 cores and on the 2-core CI machine.
 DEFAULT_THREADS = 2
-LANGUAGES = ("en", "zh")
 
 
 def setup(seed: int = 123, threads: int = DEFAULT_THREADS, language: str = "en") -> None:

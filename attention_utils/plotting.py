@@ -18,8 +18,8 @@ import torch
 from matplotlib import font_manager
 
 from .checks import bilingual
+from .language import LANGUAGES, choose_language, get_language, text  # noqa: F401 (lessons import text from here)
 
-LANGUAGES = ("en", "zh")
 BUNDLED_FONT_PACKAGE = "pylopdf_fonts_zh_cn"
 BUNDLED_FONT_FILE = "NotoSansSC-Regular.otf"
 # The Chinese font in use is registered under a family name of its own, so a system font that happens
@@ -35,30 +35,12 @@ SYSTEM_CJK_FAMILIES = (
     "WenQuanYi Micro Hei",
 )
 REGULAR, BOLD = 400, 700
-_state = {"language": "en"}
 
 
 def set_language(language: str) -> None:
-    """Choose the language of plot titles and labels ("en" or "zh") and make sure glyphs exist."""
-    if language not in LANGUAGES:
-        raise ValueError(
-            bilingual(
-                f"language must be 'en' or 'zh', got {language!r}.",
-                f"language 只能是 'en' 或 'zh'，实际是 {language!r}。",
-            )
-        )
-    _state["language"] = language
+    """Choose the language of plot titles, labels and printed lines ("en" or "zh"); make sure glyphs exist."""
+    choose_language(language)
     use_cjk_font()
-
-
-def get_language() -> str:
-    """The current plot language."""
-    return _state["language"]
-
-
-def text(en: str, zh: str) -> str:
-    """Pick the English or the Chinese version of a label, following set_language()."""
-    return zh if _state["language"] == "zh" else en
 
 
 def _weight(entry: font_manager.FontEntry) -> int:

@@ -15,6 +15,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .checks import check_size
+from .language import text
 from .tasks import Batch
 from .tiny_model import TinyAttentionModel
 
@@ -74,7 +75,7 @@ def train(
     torch.set_num_threads(1)
     try:
         model.train()
-        for step in tqdm(range(steps), desc="training", disable=not progress):
+        for step in tqdm(range(steps), desc=text("training", "训练"), disable=not progress):
             if step in keep:
                 take_snapshot(step)
             inputs, targets, scored = task.batch(batch_size, generator)

@@ -12,7 +12,8 @@ import torch
 from torch.nn import functional as F
 
 import attention_utils as au
-from attention_utils import bench
+from attention_utils import language, results
+from attention_utils.course.bench import harness, implementations, report
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = 7
@@ -47,9 +48,9 @@ def leaks_future(module, x: torch.Tensor, t: int) -> bool:
     return not torch.allclose(before[:, : t + 1], after[:, : t + 1], atol=1e-6)
 
 
-@pytest.mark.parametrize("key", bench.IMPLEMENTATIONS)
+@pytest.mark.parametrize("key", implementations.IMPLEMENTATIONS)
 def test_every_contender_computes_the_books_attention(key):
-    implementation = bench.IMPLEMENTATIONS[key]
+    implementation = implementations.IMPLEMENTATIONS[key]
     module = implementation.build(book())
     x = torch.randn(3, TOKENS, 8)
     expected = book()(x)
@@ -60,14 +61,14 @@ def test_every_contender_computes_the_books_attention(key):
 
 
 def test_the_dropout_contender_drops_in_training():
-    module = bench.IMPLEMENTATIONS["fused_dropout"].build(book()).train()
+    module = implementations.IMPLEMENTATIONS["fused_dropout"].build(book()).train()
     x = torch.randn(3, TOKENS, 8)
     assert not torch.allclose(module(x), module(x))
 
 
-@pytest.mark.parametrize("key", bench.IMPLEMENTATIONS)
+@pytest.mark.parametrize("key", implementations.IMPLEMENTATIONS)
 def test_every_contender_is_causal(key):
-    module = bench.IMPLEMENTATIONS[key].build(book()).eval()
+    module = implementations.IMPLEMENTATIONS[key].build(book()).eval()
     x = torch.randn(2, TOKENS, 8)
     for t in range(TOKENS - 1):
         assert not leaks_future(module, x, t), f"{key} looks past position {t}"
@@ -83,8 +84,8 @@ def test_the_causality_check_catches_an_inverted_mask():
 
 def test_loglog_slope_recovers_the_exponent():
     lengths = [128, 256, 512, 1024]
-    assert math.isclose(bench.loglog_slope(lengths, [3 * t**2 for t in lengths]), 2.0)
-    assert math.isclose(bench.loglog_slope(lengths, [0.5 * t for t in lengths]), 1.0)
+    assert math.isclose(results.loglog_slope(lengths, [3 * t**2 for t in lengths]), 2.0)
+    assert math.isclose(results.loglog_slope(lengths, [0.5 * t for t in lengths]), 1.0)
 
 
 def summary(fused_ms: float, fused_mib: float, same_process: float = 1.01) -> dict:
@@ -100,32 +101,32 @@ def summary(fused_ms: float, fused_mib: float, same_process: float = 1.01) -> di
 
 
 def test_checks_are_ratios_of_medians():
-    assert all(passed for _, passed in bench.check(summary(fused_ms=104.0, fused_mib=140.0)))
-    not_fast_enough = [passed for _, passed in bench.check(summary(fused_ms=130.0, fused_mib=140.0))]
+    assert all(passed for _, passed in report.check(summary(fused_ms=104.0, fused_mib=140.0)))
+    not_fast_enough = [passed for _, passed in report.check(summary(fused_ms=130.0, fused_mib=140.0))]
     assert not_fast_enough == [False, True, True]  # 300 / 130 = 2.3x the book
-    too_big = [passed for _, passed in bench.check(summary(fused_ms=100.0, fused_mib=160.0))]
+    too_big = [passed for _, passed in report.check(summary(fused_ms=100.0, fused_mib=160.0))]
     assert too_big == [True, False, True]
-    slow_in_one_process = [passed for _, passed in bench.check(summary(100.0, 140.0, same_process=1.04))]
+    slow_in_one_process = [passed for _, passed in report.check(summary(100.0, 140.0, same_process=1.04))]
     assert slow_in_one_process == [True, True, False]
 
 
 def test_the_same_process_measurement_times_every_step():
-    found = bench.measure_interleaved(bench.QUICK, length=16, calls=4, threads=1)
-    assert found["calls"] == 4 and set(found["median_ms"]) == set(bench.SAME_PROCESS)
+    found = harness.measure_interleaved(implementations.QUICK, length=16, calls=4, threads=1)
+    assert found["calls"] == 4 and set(found["median_ms"]) == set(implementations.SAME_PROCESS)
     assert all(ms > 0 for ms in found["median_ms"].values())
-    assert set(found["ratios"]) == {f"{a}/{b}" for a, b in bench.SAME_PROCESS_PAIRS}
+    assert set(found["ratios"]) == {f"{a}/{b}" for a, b in implementations.SAME_PROCESS_PAIRS}
     assert found["fused_over_bare"] == found["ratios"]["fused/bare"] and all(r > 0 for r in found["ratios"].values())
 
 
 def test_the_explicit_kernel_is_causal_attention():
     queries, keys, values = (torch.randn(2, 3, 9, 4) for _ in range(3))
     expected = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
-    for key, (_, attend) in bench.KERNELS.items():
+    for key, (_, attend) in implementations.KERNELS.items():
         assert torch.allclose(attend(queries, keys, values), expected, atol=1e-5), key
 
 
 def test_kernel_memory_is_measured_in_a_fresh_process():
-    found = bench.run_in_child(bench.measure_kernel, "explicit", 512, 1)
+    found = harness.run_in_child(harness.measure_kernel, "explicit", 512, 1)
     assert found["median_ms"] > 0
     # eight (512, 512) float32 matrices of scores are 8 MiB; the masked scores and the weights are more of them
     assert found["memory_mib"] >= 8
@@ -134,7 +135,7 @@ def test_kernel_memory_is_measured_in_a_fresh_process():
 def test_readme_section_is_replaced_between_the_markers(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- bench:start -->\nold table\n<!-- bench:end -->\nafter\n", encoding="utf-8")
-    bench.update_readme("new table", readme)
+    report.update_readme("new table", readme)
     assert readme.read_text(encoding="utf-8") == "intro\n<!-- bench:start -->\nnew table\n<!-- bench:end -->\nafter\n"
 
 
@@ -142,35 +143,35 @@ def test_quick_run_writes_one_row_per_configuration(tmp_path):
     figure = ROOT / "figures" / "bench_time_en.png"
     stamp = figure.stat().st_mtime_ns if figure.exists() else None
     result = subprocess.run(
-        [sys.executable, "-m", "attention_utils.bench", "--quick", "--out", str(tmp_path)],
+        [sys.executable, "-m", "attention_utils.course.bench", "--quick", "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     with open(tmp_path / "results.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    runs = [(key, mode, length) for (mode, length), keys in bench.plan(bench.QUICK).items() for key in keys]
+    runs = [(key, mode, length) for (mode, length), keys in harness.plan(implementations.QUICK).items() for key in keys]
     assert sorted((row["implementation"], row["mode"], int(row["length"])) for row in rows) == sorted(runs)
-    uncompiled = {key for key, implementation in bench.IMPLEMENTATIONS.items() if not implementation.compiles}
+    uncompiled = {key for key, implementation in implementations.IMPLEMENTATIONS.items() if not implementation.compiles}
     assert {row["implementation"] for row in rows} == uncompiled
-    for language in bench.LANGUAGES:
-        assert (tmp_path / f"bench_time_{language}.png").exists() and (tmp_path / f"bench_memory_{language}.png").exists()
+    for lang in language.LANGUAGES:
+        assert (tmp_path / f"bench_time_{lang}.png").exists() and (tmp_path / f"bench_memory_{lang}.png").exists()
     assert (figure.stat().st_mtime_ns if figure.exists() else None) == stamp  # --quick leaves figures/ alone
 
 
 def test_the_readme_shows_the_saved_results():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("<!-- bench:start -->\n", 1)[1].split("\n<!-- bench:end -->", 1)[0]
-    assert section == bench.markdown(bench.load_saved())
+    assert section == report.markdown(results.load_saved())
 
 
 def test_lesson_8_quotes_the_saved_results():
     import nbformat
 
     lesson = nbformat.read(ROOT / "notebooks" / "08_fused_attention.ipynb", as_version=4)
-    quoting = [cell for cell in lesson.cells if "bench.headline" in cell.source]
-    assert quoting, "lesson 8 should print its benchmark numbers with bench.headline"
+    quoting = [cell for cell in lesson.cells if "results.headline" in cell.source]
+    assert quoting, "lesson 8 should print its benchmark numbers with results.headline"
     stored = "".join(output.get("text", "") for cell in quoting for output in cell.outputs)
-    assert stored.strip() == "\n".join(bench.headline(bench.load_saved(), "en")).strip()
+    assert stored.strip() == "\n".join(results.headline(results.load_saved(), "en")).strip()
     prose = "\n".join(cell.source for cell in lesson.cells if cell.cell_type == "markdown")
     # times and time ratios come only from the saved results (memory in MiB/GiB is also computed by formula there)
     typed = re.findall(r"\d[\d,.]*\s*(?:ms|s|GB|毫秒|秒)\b|\d+(?:\.\d+)?\s*[x×](?=[\s,.;:)]|$)", prose)
@@ -178,6 +179,6 @@ def test_lesson_8_quotes_the_saved_results():
 
 
 def test_kernels_timed_together_report_every_kernel():
-    found = bench.time_kernels_together(length=64, calls=3, threads=1)
-    assert found["calls"] == 3 and set(found["median_ms"]) == set(bench.KERNELS)
+    found = harness.time_kernels_together(length=64, calls=3, threads=1)
+    assert found["calls"] == 3 and set(found["median_ms"]) == set(implementations.KERNELS)
     assert all(ms > 0 for ms in found["median_ms"].values())

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_utils.publish import lesson_paths
+from attention_utils.course.publish import lesson_paths
 from lab_server import running_lab
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_utils.publish import image_links, installed_versions, lesson_paths, parity_problems, tags
+from attention_utils.course.publish import image_links, installed_versions, lesson_paths, parity_problems, tags
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = lesson_paths(ROOT / "notebooks")

@@ -49,7 +49,7 @@ def test_heatmaps_need_four_dimensions():
 
 
 def test_figures_are_made_by_code(tmp_path):
-    from attention_utils import figures
+    from attention_utils.course import figures
 
     written = figures.write_all(tmp_path)
     assert sorted(p.name for p in written) == sorted(

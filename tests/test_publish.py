@@ -4,7 +4,7 @@ from pathlib import Path
 
 import nbformat
 
-from attention_utils import publish
+from attention_utils.course import publish
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = ROOT / "notebooks" / "01_dot_products.ipynb"

@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from attention_utils.publish import lesson_paths, write_copies
-from attention_utils.site import (build_site, build_slides, for_static_export, mark_slides, slide_problems,
+from attention_utils.course.publish import lesson_paths, write_copies
+from attention_utils.course.site import (build_site, build_slides, for_static_export, mark_slides, slide_problems,
                                   slide_types)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ LANGUAGES = ("en", "zh")
 @pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)
 def test_slide_metadata_is_complete(lesson):
     nb = nbformat.read(lesson, as_version=4)
-    assert slide_problems(nb) == [], "run `python -m attention_utils.site mark-slides` on the lesson"
+    assert slide_problems(nb) == [], "run `python -m attention_utils.course.site mark-slides` on the lesson"
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_utils.publish import language_of, lesson_paths
+from attention_utils.course.publish import language_of, lesson_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_GLOSSARY = ROOT.parent / "shared" / "GLOSSARY.md"

@@ -1,7 +1,7 @@
 """Build tools for the notebooks: bilingual parity, one-language and student copies, clean runs.
 
-    python -m attention_utils.publish execute notebooks/01_*.ipynb   # run in place, store outputs
-    python -m attention_utils.publish copies build                   # en / zh / student copies
+    python -m attention_utils.course.publish execute notebooks/01_*.ipynb   # run in place, store outputs
+    python -m attention_utils.course.publish copies build                   # en / zh / student copies
 """
 
 from __future__ import annotations

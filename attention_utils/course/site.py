@@ -1,12 +1,12 @@
 """Classroom builds: slide metadata for the lessons, offline reveal.js slides and a static site per language.
 
-    python -m attention_utils.site mark-slides notebooks/*.ipynb   # set slideshow.slide_type in every cell
-    python -m attention_utils.site slides build                    # build/en, build/zh -> build/slides/{en,zh}
-    python -m attention_utils.site html build                      # build/en, build/zh -> build/html/{en,zh}
-    python -m attention_utils.site lab-copy zh build/lab/zh        # a one-language copy to open in JupyterLab
+    python -m attention_utils.course.site mark-slides notebooks/*.ipynb   # set slideshow.slide_type in every cell
+    python -m attention_utils.course.site slides build                    # build/en, build/zh -> build/slides/{en,zh}
+    python -m attention_utils.course.site html build                      # build/en, build/zh -> build/html/{en,zh}
+    python -m attention_utils.course.site lab-copy zh build/lab/zh        # a one-language copy to open in JupyterLab
 
 Slides and pages are exported with nbconvert from the executed one-language copies that
-`python -m attention_utils.publish copies build` writes (the Chinese copies re-run with language="zh").
+`python -m attention_utils.course.publish copies build` writes (the Chinese copies re-run with language="zh").
 Every script they load (reveal.js, MathJax) is copied from an installed Python package into an
 `assets/` folder beside them, so a classroom without internet access sees the same thing.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from attention_utils.publish import LANGUAGE_TAGS, language_copy, language_of, lesson_paths, tags
+from .publish import LANGUAGE_TAGS, language_copy, language_of, lesson_paths, tags
 
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 LINES_PER_SLIDE = 26  # text lines that fit on one 1280 x 800 slide at the slides' font size

@@ -1,4 +1,4 @@
-"""Make the images that the README and the lessons show, from code: `python -m attention_utils.figures`.
+"""Make the images that the README and the lessons show, from code: `python -m attention_utils.course.figures`.
 
 Each figure is written once per language (name_en.png, name_zh.png) so a Chinese page shows
 Chinese labels.
@@ -15,8 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from .data import TOKENS, example_inputs  # noqa: E402
-from .plotting import LANGUAGES, set_language, text  # noqa: E402
+from ..data import TOKENS, example_inputs  # noqa: E402
+from ..plotting import LANGUAGES, set_language, text  # noqa: E402
 
 
 def attention_pipeline() -> plt.Figure:

@@ -1,0 +1,89 @@
+"""Command line of the benchmark: measure, then write the saved results, figures and README section.
+
+    python -m attention_utils.course.bench            # full run: build/bench/, figures/bench_*.png, README table
+    python -m attention_utils.course.bench --quick    # 30-second smoke run into build/bench/quick/
+    python -m attention_utils.course.bench --check    # full run that fails unless the fused module meets its targets
+    python -m attention_utils.course.bench --kernel   # only lesson 9's kernel memory: explicit vs tiled vs SDPA
+    python -m attention_utils.course.bench --same-process --check   # only redo the same-process comparison
+
+A full run saves what the lessons and the README quote in figures/bench_results.json and
+figures/bench_kernel.json (committed), and draws every figure in English and in Chinese.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+from ...language import LANGUAGES
+from ...results import ROOT, SAVED, SAVED_KERNEL, load_saved
+from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child
+from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
+from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: measure (or --replot), write results, figures and README; return the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m attention_utils.course.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, no compile; writes only build/bench/quick/")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless the fused module meets its targets")
+    parser.add_argument("--replot", action="store_true", help="redraw figures and README from the saved results")
+    parser.add_argument("--same-process", action="store_true",
+                        help="only redo the same-process comparison into the saved results, then redraw and update the README")
+    parser.add_argument("--kernel", action="store_true", help="only measure lesson 9's kernels into figures/bench_kernel.json")
+    parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
+    parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
+    args = parser.parse_args(argv)
+    if args.check and args.quick:
+        parser.error("--check needs the full workload; leave out --quick")
+    out = args.out or ROOT / "build" / "bench" / ("quick" if args.quick else "")
+    began = time.perf_counter()
+    if args.kernel:
+        save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
+        print(f"kernel results in {SAVED_KERNEL}; {time.perf_counter() - began:.0f} s")
+        return 0
+    workload = QUICK if args.quick else FULL
+    if args.rounds:
+        workload = dataclasses.replace(workload, rounds=args.rounds)
+    if args.replot or args.same_process:
+        results = load_saved()
+        if args.same_process:
+            length = reference_length(workload.lengths)
+            results["interleaved"] = run_in_child(measure_interleaved, workload, length, SAME_PROCESS_CALLS, args.threads)
+    else:
+        samples, found = measure_all(workload, args.threads)
+        length = reference_length(workload.lengths)
+        interleaved = run_in_child(measure_interleaved, workload, length, 5 if args.quick else SAME_PROCESS_CALLS, args.threads)
+        found.append(f"The measurements took {time.perf_counter() - began:.0f} s.")
+        results = {
+            "environment": environment(args.threads),
+            **summarize(samples, workload),
+            "interleaved": interleaved,
+            "notes": found,
+        }
+    if args.check:
+        results["checks"] = [{"target": target, "passed": passed} for target, passed in check(results)]
+    write(results, out)
+    figures = out if args.quick else ROOT / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    for language in LANGUAGES:
+        plot(results, figures, language)
+    if not args.quick:
+        save_json(results, SAVED)
+        update_readme(markdown(results))
+        if not (args.replot or args.same_process):
+            save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
+    print(report(results))
+    for item in results.get("checks", []):
+        print(("PASS " if item["passed"] else "FAIL ") + item["target"])
+    print(f"results in {out}, figures in {figures}; {time.perf_counter() - began:.0f} s in all")
+    return 0 if all(item["passed"] for item in results.get("checks", [])) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
