@@ -26,6 +26,7 @@ from .modules import (
     SelfAttentionV1,
     SelfAttentionV2,
 )
+from .rotary import apply_rotary, halves_order, to_halves_layout
 from .tiled import online_softmax, tiled_attention
 
 __all__ = [
@@ -46,6 +47,9 @@ __all__ = [
     "MultiHeadAttentionWrapper",
     "SelfAttentionV1",
     "SelfAttentionV2",
+    "apply_rotary",
+    "halves_order",
+    "to_halves_layout",
     "online_softmax",
     "tiled_attention",
 ]

@@ -78,3 +78,38 @@ def test_ranking_for_step(capsys):
     assert "Not yet" in verdict(capsys)
     lesson01.check_ranking_for_step("with")
     assert "list of token strings" in verdict(capsys)
+
+
+def test_numbers_are_read_in_every_form_a_learner_may_produce():
+    import fractions
+
+    import numpy as np
+
+    from attention_utils.exercises import as_real_number, as_real_tensor, as_whole_number
+
+    for whole in (136, 136.0, np.int64(136), np.float32(136), torch.tensor(136), torch.tensor(136.0, dtype=torch.float64),
+                  np.array(136), fractions.Fraction(272, 2)):
+        assert as_whole_number(whole) == 136, whole
+    for not_whole in (True, np.bool_(True), 136.5, float("nan"), "136", [136], torch.tensor([136, 1]), torch.tensor(136j),
+                      None, np.array([136])):
+        assert as_whole_number(not_whole) is None, not_whole
+    assert as_real_number(np.float32(0.5)) == 0.5 and as_real_number(torch.tensor(0.5)) == 0.5
+    assert as_real_number(float("inf")) is None and as_real_number(False) is None and as_real_number(1j) is None
+    assert as_real_tensor(np.ones((2, 2))).dtype == torch.float64
+    assert as_real_tensor(torch.ones(2, dtype=torch.cfloat)) is None and as_real_tensor(torch.ones(2).bool()) is None
+
+
+def test_a_checker_answers_with_a_verdict_whatever_goes_wrong_inside_it(capsys):
+    from attention_utils.exercises import checker
+
+    class Awkward:
+        def __eq__(self, other):
+            raise RuntimeError("no comparing me")
+
+    @checker
+    def check_something(answer):
+        assert answer == 3
+
+    check_something(Awkward())
+    out = capsys.readouterr().out
+    assert out.startswith("❌ Not yet / 还不对") and "RuntimeError: no comparing me" in out and "无法检查" in out

@@ -2,10 +2,21 @@
 
 A checker prints a verdict with one line in English and one in Chinese (and returns nothing, so
 the notebook shows only the feedback); a learner can try, read the hint, and try again.
+
+Every checker is wrapped in `@checker`: whatever a learner passes (a numpy number, a float64
+tensor, an object whose comparison raises), the checker answers with a verdict, never with a
+traceback of its own. Numbers are read with `as_whole_number` / `as_real_number`, tensors with
+`as_real_tensor`, so a right answer in any numeric form gets ✅.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import numbers
+from collections.abc import Callable
+
+import numpy as np
 import torch
 
 
@@ -13,6 +24,29 @@ def feedback(correct: bool, en: str, zh: str) -> None:
     """Print a verdict with a short explanation in both languages."""
     mark = "✅ Correct / 正确" if correct else "❌ Not yet / 还不对"
     print(f"{mark}\n{en}\n{zh}")
+
+
+def checker(function: Callable[..., None]) -> Callable[..., None]:
+    """Turn any exception raised while checking into a bilingual ❌, so a checker never ends in a traceback.
+
+    An exception raised inside the learner's own function is reported the same way, with its type
+    and message, and a hint to run that function on its own to see where it fails.
+    """
+
+    @functools.wraps(function)
+    def guarded(*args, **kwargs) -> None:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - a checker must answer, whatever the answer was
+            message = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            feedback(
+                False,
+                f"Your answer could not be checked: {type(error).__name__}: {message}. "
+                "If you passed a function, call it on its own to see where it fails.",
+                f"无法检查你的答案：{type(error).__name__}: {message}。如果你传入的是函数，请单独调用它，看看在哪里出错。",
+            )
+
+    return guarded
 
 
 def missing(answer: object) -> bool:
@@ -23,17 +57,50 @@ def missing(answer: object) -> bool:
     return False
 
 
+def _scalar(answer: object) -> object:
+    """A 0-d torch tensor or numpy array as its Python number; anything else unchanged."""
+    if isinstance(answer, (torch.Tensor, np.ndarray)) and answer.ndim == 0:
+        if answer.dtype in (torch.bool, np.bool_) or getattr(answer.dtype, "is_complex", False):
+            return answer  # a boolean or complex 0-d value is not a count or a measurement
+        return answer.item()
+    return answer
+
+
 def as_whole_number(answer: object) -> int | None:
-    """The answer as an int (2.0 and 0-d tensors count), or None when it is not a whole number."""
-    value = answer.item() if isinstance(answer, torch.Tensor) else answer
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """The answer as an int, or None: Python, numpy and 0-d torch integers, and whole floats (2.0), count."""
+    value = _scalar(answer)
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def as_real_number(answer: object) -> float | None:
+    """The answer as a finite float, or None: Python, numpy and 0-d torch real numbers count (not bools)."""
+    value = _scalar(answer)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def as_real_tensor(answer: object) -> torch.Tensor | None:
+    """A torch tensor or numpy array of real numbers as a float64 torch tensor, or None (bool, complex, other)."""
+    if isinstance(answer, np.ndarray):
+        if answer.dtype.kind not in "iuf":
+            return None
+        answer = torch.from_numpy(np.ascontiguousarray(answer))
+    if not isinstance(answer, torch.Tensor) or answer.dtype == torch.bool or answer.is_complex():
+        return None
+    return answer.detach().to("cpu", torch.float64)
 
 
 def has_form(answer: object, shape: tuple[int, ...], what_en: str, what_zh: str) -> bool:
-    """True when `answer` is a tensor of `shape`; otherwise print what is wrong with its form."""
-    if not isinstance(answer, torch.Tensor):
+    """True when `answer` is a torch tensor (or numpy array) of `shape`; otherwise print what is wrong with its form."""
+    if not isinstance(answer, (torch.Tensor, np.ndarray)):
         feedback(False, f"{what_en} should be a torch.Tensor, got {type(answer).__name__}.",
                  f"{what_zh}应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
         return False
@@ -45,10 +112,13 @@ def has_form(answer: object, shape: tuple[int, ...], what_en: str, what_zh: str)
 
 
 def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, what_zh: str, atol: float = 1e-4) -> None:
-    """Compare a tensor answer with the expected one: type, then shape, then values."""
+    """Compare a tensor answer with the expected one: type, then shape, then values (in float64)."""
     if missing(answer) or not has_form(answer, expected.shape, what_en, what_zh):
         return
-    if not torch.allclose(answer.detach().float(), expected.float(), atol=atol):
+    if as_real_tensor(answer) is None:
+        return feedback(False, f"{what_en} should hold real numbers, got {answer.dtype}; use .float().",
+                        f"{what_zh}应该由实数组成，而你给出的是 {answer.dtype}；请用 .float() 转换。")
+    if not torch.allclose(as_real_tensor(answer), expected.detach().to(torch.float64), atol=atol):
         return feedback(False, f"{what_en} has the right shape but different values; check each step.",
                         f"{what_zh}形状正确，但数值不对；请逐步检查计算过程。")
     feedback(True, f"{what_en}: every value matches.", f"{what_zh}：每个数值都对上了。")
