@@ -107,6 +107,11 @@ class GroupedRotaryAttention(nn.Module):
             return out
         return apply_rotary(out, start, self.rotary_base, self.rotary_layout)
 
+    def queries_and_keys(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Queries (b, heads, T, head_dim) and keys repeated so that query head i meets key/value head i // 3."""
+        keys = self.heads(x, self.W_key, 0)
+        return self.heads(x, self.W_query, 0), keys.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)
+
     def forward(self, x: torch.Tensor, cache: list | None = None) -> torch.Tensor:
         b, num_tokens, _ = x.shape
         start = 0 if not cache else cache[0].shape[2]
