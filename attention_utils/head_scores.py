@@ -38,7 +38,9 @@ def attention_maps(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor
             hook.remove()
     maps = []
     for block, x in zip(model.blocks, inputs):
-        queries, keys = block.attention.queries_and_keys(x)  # (1, heads, T, head_dim), keys repeated per group
+        attention = block.attention
+        queries, keys, _ = attention.project_heads(x)  # (1, heads, T, head_dim), (1, kv_heads, T, head_dim)
+        keys = keys.repeat_interleave(attention.num_heads // attention.num_kv_heads, dim=1)  # query head i: key head i // 3
         _, weights = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(x.shape[1]))
         maps.append(weights[0])
     return logits, torch.stack(maps)

@@ -87,36 +87,34 @@ class SwiGLU(nn.Module):
 
 
 class GroupedRotaryAttention(nn.Module):
-    """Causal attention with rotary positions and fewer key/value heads than query heads (grouped-query attention)."""
+    """Causal attention with rotary positions and fewer key/value heads than query heads (grouped-query attention).
+
+    Shaped like the package's FusedMultiHeadAttention of lesson 12: one qkv projection whose rows are
+    the queries of every head, then the keys and the values of the key/value heads.
+    """
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = config.num_heads, config.num_kv_heads, config.head_dim
         self.rotary_base = config.rotary_base
         self.rotary_layout = "interleaved"
-        self.W_query = nn.Linear(config.d_model, config.num_heads * config.head_dim, bias=False)
-        self.W_key = nn.Linear(config.d_model, config.num_kv_heads * config.head_dim, bias=False)
-        self.W_value = nn.Linear(config.d_model, config.num_kv_heads * config.head_dim, bias=False)
-        self.out_proj = nn.Linear(config.num_heads * config.head_dim, config.d_model, bias=False)
+        self.qkv = nn.Linear(config.d_model, (config.num_heads + 2 * config.num_kv_heads) * config.head_dim, bias=False)
+        self.out_proj = nn.Linear(config.num_heads * config.head_dim, config.d_model)
 
-    def heads(self, x: torch.Tensor, projection: nn.Linear, start: int) -> torch.Tensor:
-        """(b, T, d_model) -> (b, heads, T, head_dim), turned by rotary positions start, start+1, ... for q and k."""
+    def project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries (b, h, T, head_dim), keys and values (b, kv_heads, T, head_dim); q and k turned for start, start+1, ..."""
         b, num_tokens, _ = x.shape
-        out = projection(x).view(b, num_tokens, -1, self.head_dim).transpose(1, 2)
-        if projection is self.W_value:
-            return out
-        return apply_rotary(out, start, self.rotary_base, self.rotary_layout)
+        sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
+        queries, keys, values = (part.view(b, num_tokens, -1, self.head_dim).transpose(1, 2)
+                                 for part in self.qkv(x).split(sizes, dim=-1))
+        queries = apply_rotary(queries, start, self.rotary_base, self.rotary_layout)
+        keys = apply_rotary(keys, start, self.rotary_base, self.rotary_layout)
+        return queries, keys, values
 
-    def queries_and_keys(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Queries (b, heads, T, head_dim) and keys repeated so that query head i meets key/value head i // 3."""
-        keys = self.heads(x, self.W_key, 0)
-        return self.heads(x, self.W_query, 0), keys.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)
-
-    def forward(self, x: torch.Tensor, cache: list | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *, cache: list | None = None) -> torch.Tensor:
         b, num_tokens, _ = x.shape
         start = 0 if not cache else cache[0].shape[2]
-        queries = self.heads(x, self.W_query, start)  # (b, 9, T, 64)
-        keys, values = self.heads(x, self.W_key, start), self.heads(x, self.W_value, start)  # (b, 3, T, 64)
+        queries, keys, values = self.project_heads(x, start)
         if cache is not None:
             if cache:
                 keys, values = torch.cat([cache[0], keys], dim=2), torch.cat([cache[1], values], dim=2)
@@ -140,8 +138,8 @@ class DecoderBlock(nn.Module):
         self.feed_forward_norm = RMSNorm(config.d_model, config.norm_eps)
         self.feed_forward = SwiGLU(config.d_model, config.d_ff)
 
-    def forward(self, x: torch.Tensor, cache: list | None = None) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), cache)
+    def forward(self, x: torch.Tensor, *, cache: list | None = None) -> torch.Tensor:
+        x = x + self.attention(self.attention_norm(x), cache=cache)
         return x + self.feed_forward(self.feed_forward_norm(x))
 
 
@@ -155,14 +153,14 @@ class LlamaModel(nn.Module):
         self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
 
-    def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, *, cache: list | None = None) -> torch.Tensor:
         """Next-token scores (b, T, vocab_size) for token ids (b, T); with a cache, only the new tokens go in."""
         check_token_ids(tokens, self.config.vocab_size)
         seen = 0 if not cache or not cache[0] else cache[0][0].shape[2]
         check_length(seen + tokens.shape[1], self.config.context_length)
         x = self.token_embedding(tokens)  # (b, T, d_model)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache[i])
+            x = block(x, cache=None if cache is None else cache[i])
         return self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
 
     @classmethod
@@ -170,12 +168,17 @@ class LlamaModel(nn.Module):
         """The model with the file's weights, taken as they are stored (queries and keys in the interleaved layout)."""
         model = cls(LlamaConfig.from_gguf(file))
         names = {"token_embedding.weight": "token_embd.weight", "final_norm.weight": "output_norm.weight"}
-        parts = {"attention_norm": "attn_norm", "attention.W_query": "attn_q", "attention.W_key": "attn_k",
-                 "attention.W_value": "attn_v", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
+        parts = {"attention_norm": "attn_norm", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
                  "feed_forward.gate": "ffn_gate", "feed_forward.up": "ffn_up", "feed_forward.down": "ffn_down"}
         for i in range(model.config.num_layers):
             names.update({f"blocks.{i}.{ours}.weight": f"blk.{i}.{theirs}.weight" for ours, theirs in parts.items()})
-        model.load_state_dict({ours: file.tensor(theirs) for ours, theirs in names.items()})
+        weights = {ours: file.tensor(theirs) for ours, theirs in names.items()}
+        for i, block in enumerate(model.blocks):
+            # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
+            weights[f"blocks.{i}.attention.qkv.weight"] = torch.cat([file.tensor(f"blk.{i}.attn_{part}.weight")
+                                                                     for part in "qkv"])
+            weights[f"blocks.{i}.attention.out_proj.bias"] = torch.zeros(model.config.d_model)
+        model.load_state_dict(weights)
         return model.eval().requires_grad_(False)
 
 

@@ -52,7 +52,7 @@ def greedy(model, prompt: torch.Tensor, new_tokens: int, cached: bool) -> list[i
     step = prompt
     with torch.no_grad():
         for _ in range(new_tokens):
-            next_token = model(step, cache)[:, -1].argmax(-1, keepdim=True)
+            next_token = model(step, cache=cache)[:, -1].argmax(-1, keepdim=True)
             tokens = torch.cat([tokens, next_token], dim=1)
             step = next_token if cached else tokens
     return tokens[0, prompt.shape[1]:].tolist()
