@@ -21,6 +21,20 @@ from .checks import bilingual, check_size
 from .functional import causal_mask, scaled_dot_product_attention
 
 
+def _attention_inputs(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The logits, and what each attention layer received (its RMSNorm's output), for the first sequence."""
+    inputs = []
+    hooks = [block.attention.register_forward_pre_hook(lambda _module, args: inputs.append(args[0][:1]))
+             for block in model.blocks]
+    try:
+        with torch.no_grad():
+            logits = model(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return logits, inputs
+
+
 @torch.no_grad()
 def attention_maps(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The logits (b, T, vocab) and every head's attention weights, (layers, heads, T, T) for the first sequence.
@@ -28,14 +42,7 @@ def attention_maps(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor
     The model runs as usual; a hook keeps what each attention layer receives, and the weights
     are computed again from it with the package's scaled_dot_product_attention, which returns them.
     """
-    inputs = []
-    hooks = [block.attention.register_forward_pre_hook(lambda _module, args: inputs.append(args[0][:1]))
-             for block in model.blocks]
-    try:
-        logits = model(tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
+    logits, inputs = _attention_inputs(model, tokens)
     maps = []
     for block, x in zip(model.blocks, inputs):
         attention = block.attention
@@ -44,6 +51,13 @@ def attention_maps(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor
         _, weights = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(x.shape[1]))
         maps.append(weights[0])
     return logits, torch.stack(maps)
+
+
+@torch.no_grad()
+def value_lengths(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """(layers, kv_heads, T): the length of each token's value vector, in every key/value head."""
+    _, inputs = _attention_inputs(model, tokens)
+    return torch.stack([block.attention.project_heads(x)[2][0].norm(dim=-1) for block, x in zip(model.blocks, inputs)])
 
 
 def sink_share(maps: torch.Tensor) -> torch.Tensor:

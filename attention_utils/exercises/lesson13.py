@@ -10,17 +10,7 @@ from . import as_real_number, as_whole_number, checker, feedback, missing
 
 CACHE_TOKENS = 1000
 FLOAT32_BYTES = 4
-SINK_CHOICES = {
-    "a": ("The first token is the most important word of every sentence, so every head reads it.",
-          "第一个词元是每句话里最重要的词，所以每个头都去读它。"),
-    "b": ("Softmax weights always add up to 1. A head that finds nothing useful to read must still put its weight "
-          "somewhere, and the model learned to park it on the first token, which every query can see.",
-          "softmax 的权重总和永远是 1。一个头即使找不到有用的内容，也必须把权重放在某个地方；模型学会了把它停放在第一个词元上，"
-          "因为每个查询都能看到它。"),
-    "c": ("Rotary positions make position 0 the closest position to every query.",
-          "旋转位置编码让位置 0 离每个查询都最近。"),
-    "d": ("It is an error caused by the 4-bit quantization of the weights.", "这是权重的 4 位量化造成的误差。"),
-}
+SINK_CHOICES = ("a", "b", "c", "d")  # the four statements are in the lesson's text
 
 
 @checker

@@ -1,4 +1,4 @@
-"""Lesson 13's explorer: type a prompt, pick a layer and a head of the real model, see its map and the next-token guesses."""
+"""Lesson 13's figures: the share of attention each head sends to the first token, two heads' maps, and the prompt explorer."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..checks import bilingual
 from ..head_scores import attention_maps
 from ..language import text
 from ..llama import model_inputs
+from ..plotting import show_heatmaps
 from ..widgets import explore
 
 MOST_TOKENS = 40  # a longer prompt makes the token labels unreadable
@@ -19,6 +20,23 @@ MOST_TOKENS = 40  # a longer prompt makes the token labels unreadable
 def _readable(label: str) -> str:
     """A token label matplotlib prints as it is: "$" would start a formula."""
     return label.replace("$", r"\$")
+
+
+def draw_sinks(share: torch.Tensor) -> Figure:
+    """A (layers, heads) table of the share of attention sent to the first token, one cell per head."""
+    fig = show_heatmaps(share[None, None], xlabel=text("head", "头"), ylabel=text("layer", "层"),
+                        titles=[text("share of attention on the first token", "落在第一个词元上的注意力比例")],
+                        cmap="Reds", annotate=False, vmin=0, vmax=1, figsize=(4.6, 8.2))
+    fig.axes[0].set_yticks(range(0, share.shape[0], 2))  # every other layer: 30 labels would touch
+    return fig
+
+
+def draw_head_maps(maps: torch.Tensor, labels: list[str], titles: list[str]) -> Figure:
+    """Maps (n, T, T) side by side with the tokens as labels."""
+    labels = [_readable(label) for label in labels]
+    return show_heatmaps(maps[None], xlabel=text("keys", "键"), ylabel=text("queries", "查询"), titles=titles,
+                         xticklabels=labels, yticklabels=labels, annotate=False, vmin=0, vmax=1,
+                         figsize=(6.2 * maps.shape[0], 6.4))
 
 
 def _message(error: Exception) -> Figure:
