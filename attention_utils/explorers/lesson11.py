@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..language import text
+from ..plotting import show_heatmaps
 from ..rotary import apply_rotary, rotary_frequencies
 from ..widgets import explore
 
@@ -66,6 +67,14 @@ def draw_turned_tokens(pairs: torch.Tensor, tokens: Sequence[str], head_dim: int
         ax.set_title(text(f"pair {index} of {head_dim // 2} ({which_en}):\n{speeds[index]:.3g} rad per position",
                           f"{head_dim // 2} 个特征对中的特征对 {index}（{which_zh}）：\n每个位置转 {speeds[index]:.3g} 弧度"))
     return fig
+
+
+def draw_layout_maps(right: torch.Tensor, converted: torch.Tensor, wrong: torch.Tensor, tokens: Sequence[str]) -> Figure:
+    """Three (T, T) maps of one head side by side: as stored (interleaved), halves after reordering, halves without."""
+    titles = [text("interleaved (as stored)", "相邻配对（按存储的方式）"), text("halves, rows reordered", "前后两半配对，行已重排"),
+              text("halves, rows as stored", "前后两半配对，行未重排")]
+    return show_heatmaps(torch.stack([right, converted, wrong])[None], xlabel=text("keys", "键"), ylabel=text("queries", "查询"),
+                         titles=titles, xticklabels=list(tokens), yticklabels=list(tokens), vmin=0, vmax=1, figsize=(14, 4.6))
 
 
 def draw_length_accuracy(accuracies: dict[str, Sequence[float]], lengths: Sequence[int], chance: float) -> Figure:
