@@ -53,3 +53,8 @@ __all__ = [
     "online_softmax",
     "tiled_attention",
 ]
+
+# Lesson 11: the speed (radians per position) of each feature pair under rotary positions
+from .rotary import rotary_frequencies  # noqa: E402
+
+__all__ += ["rotary_frequencies"]

@@ -24,6 +24,7 @@ from .checks import (
 )
 from .devices import check_fits
 from .functional import attend, causal_mask, future
+from .rotary import apply_rotary, check_rotary_heads
 
 FLOAT_BYTES = 4  # the default dtype, float32
 
@@ -169,7 +170,12 @@ class MultiHeadAttention(nn.Module):
         dropout: float,
         num_heads: int,
         qkv_bias: bool = False,
+        *,
+        rotary_base: float | None = None,
+        rotary_layout: str = "interleaved",
     ) -> None:
+        """`rotary_base` (10000 in the RoFormer paper) turns queries and keys by their positions (lesson 11);
+        None, the default, leaves them as the book computes them. `rotary_layout` is "interleaved" or "halves"."""
         super().__init__()
         d_in, d_out, context_length, num_heads = check_sizes(
             d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads
@@ -177,6 +183,9 @@ class MultiHeadAttention(nn.Module):
         check_heads(d_out, num_heads)
         dropout = check_rate(dropout)
         qkv_bias = check_flag(qkv_bias, "qkv_bias")
+        if rotary_base is not None:
+            rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
+        self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -199,19 +208,24 @@ class MultiHeadAttention(nn.Module):
         b, num_tokens, _ = x.shape
         return x.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
+    def forward(self, x: torch.Tensor, return_weights: bool = False, *, start_position: int = 0):
         """Context vectors (b, T, d_out); with return_weights, also the weights used (b, h, T, T).
 
         In training mode with dropout the weights returned are the ones after dropout, so their
-        rows no longer sum to 1: those are the weights that made the output.
+        rows no longer sum to 1: those are the weights that made the output. With rotary positions
+        the tokens of x sit at start_position, start_position + 1, ... (a KV cache builds on this).
         """
         return_weights = check_flag(return_weights, "return_weights")
+        start_position = check_size(start_position, "start_position", minimum=0)
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
         queries = self._split_heads(self.W_query(x))  # (b, h, T, head_dim)
         keys = self._split_heads(self.W_key(x))
-        values = self._split_heads(self.W_value(x))
+        values = self._split_heads(self.W_value(x))  # values are never turned
+        if self.rotary_base is not None:  # each head's queries and keys turned at their positions (lesson 11)
+            queries = apply_rotary(queries, start_position, self.rotary_base, self.rotary_layout)
+            keys = apply_rotary(keys, start_position, self.rotary_base, self.rotary_layout)
         context, weights = attend(
             queries,
             keys,

@@ -1,4 +1,4 @@
-"""A tiny attention-only model for lesson 10: token embeddings, positions, the package's attention, a read-out.
+"""A tiny attention-only model for lessons 10 and 11: token embeddings, positions, the package's attention, a read-out.
 
 Each layer is the package's `MultiHeadAttention` added to its input (a residual connection), so
 the only way information moves between positions is the attention maps the lesson plots.
@@ -17,7 +17,8 @@ from .checks import bilingual, cannot_read, check_flag, check_heads, check_index
 from .devices import check_fits
 from .modules import FLOAT_BYTES, MultiHeadAttention
 
-POSITION_KINDS = ("learned", "sinusoidal", "none")
+POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary")
+ROTARY_BASE = 10000.0  # "rotary" turns each layer's queries and keys with the RoFormer paper's base (lesson 11)
 
 
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
@@ -107,8 +108,18 @@ class TinyAttentionModel(nn.Module):
             self.register_buffer("position_embedding", sinusoidal_positions(context_length, d_model))
         else:
             self.position_embedding = None
+        if positions == "rotary" and (d_model // num_heads) % 2:
+            raise ValueError(
+                bilingual(
+                    f"positions='rotary' turns features in pairs, but d_model={d_model} / num_heads={num_heads} gives "
+                    f"{d_model // num_heads} features per head; choose d_model as a multiple of {2 * num_heads}.",
+                    f"positions='rotary' 把特征两两配对旋转，但 d_model={d_model} / num_heads={num_heads} 使每个头有 "
+                    f"{d_model // num_heads} 个特征；请把 d_model 设为 {2 * num_heads} 的整数倍。",
+                )
+            )
+        rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
         self.layers = nn.ModuleList(
-            MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads)
+            MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads, rotary_base=rotary_base)
             for _ in range(num_layers)
         )
         if not causal:
