@@ -73,3 +73,27 @@ def headline(results: dict, language: str = "en") -> list[str]:
     return [line.format(**values) for line in (chinese if language == "zh" else english)]
 
 
+
+
+# Lesson 12: decoding with and without a KV cache (make bench, or python -m attention_utils.course.bench --decode).
+SAVED_DECODE = ROOT / "figures" / "bench_decode.json"
+
+
+def decode_rows(results: dict, variant: str) -> dict[int, dict]:
+    """One variant's saved decode rows ("mha", "gqa", "mqa", "window"), by prompt length."""
+    return {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+
+
+def decode_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 12 quotes: ms per new token with and without the cache, by length, and the cache's size."""
+    from .language import table  # the language module is light; imported here so reading JSON stays stdlib-only
+
+    mha, window = decode_rows(results, "mha"), decode_rows(results, "window")
+    headers = (["T", "有缓存（毫秒）", "无缓存（毫秒）", "加速比", "缓存（MiB）", "窗口缓存（MiB）"] if language == "zh"
+               else ["T", "with cache (ms)", "without (ms)", "speed-up", "cache (MiB)", "window cache (MiB)"])
+    rows = [
+        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}", f"{row['speedup']:.1f}x",
+         f"{row['cache_bytes'] / 2**20:.1f}", f"{window[length]['cache_bytes'] / 2**20:.1f}" if length in window else "-"]
+        for length, row in sorted(mha.items())
+    ]
+    return table(headers, rows)
