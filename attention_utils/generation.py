@@ -43,18 +43,15 @@ def generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int, cache: KVC
         )
     was_training = model.training
     model.eval()
-    tokens, chosen_from = prompt, []
+    tokens, step_input, chosen_from = prompt, prompt, []
     try:
-        step_input = prompt
         for _ in range(new_tokens):
             logits = model(step_input) if cache is None else model(step_input, cache=cache)
-            last = logits[:, -1]  # (batch, vocab): the scores for the next token
-            chosen_from.append(last)
-            next_token = last.argmax(dim=-1, keepdim=True)  # (batch, 1)
-            tokens = torch.cat([tokens, next_token], dim=1)
-            step_input = tokens if cache is None else next_token  # with a cache, only the new token goes in
+            chosen_from.append(logits[:, -1])  # (batch, vocab): the scores for the next token
+            tokens = torch.cat([tokens, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
+            step_input = tokens if cache is None else tokens[:, -1:]  # with a cache, only the new token goes in
     finally:
         model.train(was_training)
-    vocab = chosen_from[0].shape[-1] if chosen_from else 0
-    logits = torch.stack(chosen_from, dim=1) if chosen_from else prompt.new_zeros((prompt.shape[0], 0, vocab), dtype=torch.float)
-    return Generation(tokens, logits)
+    if not chosen_from:  # nothing generated, nothing scored
+        return Generation(tokens, torch.empty(prompt.shape[0], 0, 0))
+    return Generation(tokens, torch.stack(chosen_from, dim=1))

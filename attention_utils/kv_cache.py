@@ -27,23 +27,46 @@ def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, tokens: in
 
 
 class LayerCache:
-    """The keys and values one attention layer has seen, each (batch, kv_heads, slots, head_dim), and their positions."""
+    """The keys and values one attention layer has seen, each (batch, kv_heads, tokens kept, head_dim), and their positions.
+
+    They live in buffers that grow by doubling, so a decode step writes one token in place instead of
+    copying the whole cache into new memory (torch.cat at every step spends its time allocating).
+    `nbytes` counts the keys and values held; `reserved_bytes` the buffers: at most twice that while
+    the cache grows, and exactly that once a windowed cache is full.
+    """
 
     def __init__(self) -> None:
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-        self.positions = torch.empty(0, dtype=torch.long)  # (slots,): the position of the token in each slot
+        self._keys: torch.Tensor | None = None  # (b, kv_heads, slots reserved, head_dim)
+        self._values: torch.Tensor | None = None
+        self.positions = torch.empty(0, dtype=torch.long)  # (tokens kept,): the position of the token in each slot
         self.position = 0  # tokens seen so far, which is the position of the next token
         self.window: int | None = None
         self.sinks = 0
-        self._oldest = 0  # the ring slot the next token overwrites, once the cache is full
+        self._oldest = 0  # the ring slot the next token overwrites, once a windowed cache is full
+
+    @property
+    def keys(self) -> torch.Tensor | None:
+        """The keys kept, (b, kv_heads, tokens kept, head_dim), slot by slot (a ring buffer's slots are not in order)."""
+        return None if self._keys is None else self._keys[:, :, : self.positions.numel()]
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        """The values kept, in the same slots as the keys."""
+        return None if self._values is None else self._values[:, :, : self.positions.numel()]
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the keys and values, in bytes (the positions are bookkeeping and not counted)."""
-        if self.keys is None:
+        """Bytes of the keys and values held: 2 x kv_heads x head_dim x tokens kept x bytes per value x batch."""
+        if self._keys is None:
             return 0
-        return self.keys.numel() * self.keys.element_size() + self.values.numel() * self.values.element_size()
+        return 2 * self.keys.numel() * self.keys.element_size()
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes of the buffers that hold them (the positions are bookkeeping and not counted)."""
+        if self._keys is None:
+            return 0
+        return 2 * self._keys.numel() * self._keys.element_size()
 
     @property
     def capacity(self) -> int | None:
@@ -60,29 +83,45 @@ class LayerCache:
         """
         window, sinks = check_window(window, sinks)
         self._check(keys, values, window, sinks)
-        num_new = keys.shape[2]
+        num_new, kept = keys.shape[2], self.positions.numel()
         new_positions = torch.arange(self.position, self.position + num_new, device=keys.device)
         self.position += num_new
-        full = self.keys is not None and self.keys.shape[2] == self.capacity
-        if full and num_new == 1:  # the ring buffer: overwrite the oldest slot in place
+        if kept == self.capacity and num_new == 1:  # a full ring buffer: overwrite the oldest slot in place
             slot = self._oldest
-            self.keys[:, :, slot] = keys[:, :, 0]
-            self.values[:, :, slot] = values[:, :, 0]
+            self._keys[:, :, slot], self._values[:, :, slot] = keys[:, :, 0], values[:, :, 0]
             self.positions[slot] = new_positions[0]
-            self._oldest = self.sinks + (slot - self.sinks + 1) % self.window
+            self._oldest = sinks + (slot - sinks + 1) % window
             return self.keys, self.values, self.positions
-        seen_keys = keys if self.keys is None else torch.cat([self.keys, keys], dim=2)
-        seen_values = values if self.values is None else torch.cat([self.values, values], dim=2)
-        seen_positions = torch.cat([self.positions.to(keys.device), new_positions])
-        kept = torch.arange(seen_positions.numel(), device=keys.device)
-        if self.capacity is not None and seen_positions.numel() > self.capacity:
-            still_visible = (seen_positions < sinks) | (seen_positions >= self.position - window)
-            kept = kept[still_visible]
-            kept = kept[seen_positions[kept].argsort()]  # sinks first, then the window, oldest first
-        self.keys, self.values = seen_keys[:, :, kept], seen_values[:, :, kept]
-        self.positions = seen_positions[kept]
+        self._reserve(keys, kept + num_new)
+        self._keys[:, :, kept : kept + num_new] = keys
+        self._values[:, :, kept : kept + num_new] = values
+        self.positions = torch.cat([self.positions.to(keys.device), new_positions])
         self._oldest = sinks
-        return seen_keys, seen_values, seen_positions
+        if self.capacity is None or self.positions.numel() <= self.capacity:
+            return self.keys, self.values, self.positions
+        # a chunk under a window: its queries see everything held, then the cache drops what no later query sees
+        seen = (self.keys.clone(), self.values.clone(), self.positions)
+        visible = ((self.positions < sinks) | (self.positions >= self.position - window)).nonzero().flatten()
+        visible = visible[self.positions[visible].argsort()]  # sinks first, then the window, oldest first
+        self._keys, self._values = seen[0][:, :, visible], seen[1][:, :, visible]  # exactly window + sinks slots
+        self.positions = self.positions[visible]
+        return seen
+
+    def _reserve(self, like: torch.Tensor, slots: int) -> None:
+        """Make room for `slots` tokens: double the buffers when they are full (up to the window, if any)."""
+        reserved = 0 if self._keys is None else self._keys.shape[2]
+        if slots <= reserved:
+            return
+        grown = max(slots, 2 * reserved)
+        if self.capacity is not None:
+            grown = max(slots, min(grown, self.capacity))
+        b, heads, _, head_dim = like.shape
+        kept = self.positions.numel()
+        for name in ("_keys", "_values"):
+            buffer = like.new_empty(b, heads, grown, head_dim)
+            if kept:
+                buffer[:, :, :kept] = getattr(self, name)[:, :, :kept]
+            setattr(self, name, buffer)
 
     def _check(self, keys: object, values: object, window: int | None, sinks: int) -> None:
         """New keys and values match each other and what is stored; the window never changes."""
@@ -97,7 +136,7 @@ class LayerCache:
                     "（batch, kv_heads, T, head_dim）和类型必须相同。",
                 )
             )
-        if self.keys is None:
+        if self._keys is None:
             self.window, self.sinks = window, sinks
             return
         if (window, sinks) != (self.window, self.sinks):
@@ -155,3 +194,39 @@ class KVCache:
     def nbytes(self) -> int:
         """Memory of every layer's keys and values, in bytes."""
         return sum(layer.nbytes for layer in self.layers)
+
+
+def check_layer_cache(cache: object, padding_mask: object = None) -> int:
+    """A module gets one layer's cache (cache[i] of a KVCache), and no padding with it; returns the next position."""
+    if not isinstance(cache, LayerCache):
+        hint_en, hint_zh = (" (the whole KVCache was passed: give layer i its cache[i])",
+                            "（传入的是整个 KVCache：请把 cache[i] 交给第 i 层）") if isinstance(cache, KVCache) else ("", "")
+        raise TypeError(
+            bilingual(
+                f"cache must be one layer's LayerCache, got {type(cache).__name__}{hint_en}.",
+                f"cache 必须是某一层的 LayerCache，实际是 {type(cache).__name__}{hint_zh}。",
+            )
+        )
+    if padding_mask is not None:
+        raise ValueError(
+            bilingual(
+                "A cache decodes one batch of sequences of the same length; padding_mask cannot be combined with it. "
+                "Generate each sequence on its own, or without a cache.",
+                "缓存用于解码一批等长的序列，不能与 padding_mask 一起使用。请逐个序列生成，或者不用缓存。",
+            )
+        )
+    return cache.position
+
+
+def check_model_cache(cache: object, num_layers: int) -> int:
+    """A model gets a whole KVCache with one LayerCache per layer; returns the next token's position."""
+    if not isinstance(cache, KVCache) or len(cache) != num_layers:
+        got = f"a KVCache of {len(cache)} layers" if isinstance(cache, KVCache) else type(cache).__name__
+        got_zh = f"{len(cache)} 层的 KVCache" if isinstance(cache, KVCache) else type(cache).__name__
+        raise TypeError(
+            bilingual(
+                f"cache must be KVCache({num_layers}), one LayerCache per layer of the model, got {got}.",
+                f"cache 必须是 KVCache({num_layers})，模型的每一层对应一个 LayerCache，实际是 {got_zh}。",
+            )
+        )
+    return cache.position

@@ -96,6 +96,8 @@ def test_cache_memory_is_the_formula_to_the_byte(dtype, size, window):
     by_hand = 2 * layers * batch * kv_heads * head_dim * kept * size  # K and V, every layer, every number
     assert cache.nbytes == by_hand == kv_cache_bytes(layers, kv_heads, head_dim, kept, size, batch)
     assert cache.position == tokens and cache.tokens_kept == kept
+    reserved = sum(layer.reserved_bytes for layer in cache.layers)
+    assert by_hand <= reserved <= 2 * by_hand and (window is None or reserved == by_hand)  # buffers grow by doubling
 
 
 def test_bad_use_is_explained_in_both_languages():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED_DECODE, decode_rows, load_saved
+from ...results import ROOT, SAVED_DECODE, decode_rows, flex_summary, load_saved
 from .decode import VARIANTS, DecodeWorkload, label, measure_all_decode
 from .harness import environment
 from .report import save_json, update_readme
@@ -91,26 +91,8 @@ def decode_markdown(results: dict) -> str:
 
 
 def flex_lines(results: dict) -> list[str]:
-    """The FlexAttention result in both languages, or why there is none."""
-    flex = results["flex"]
-    if "error" in flex:
-        return [f"FlexAttention was not measured: {flex['error']}.", "", "FlexAttention 没有测量（见上面的英文说明）。"]
-    ms = flex["median_ms"]
-    b, h, t, d = flex["shape"]
-    skip, dense = ms["flex_causal_blocks"] / ms["flex_window"], ms["sdpa_mask"] / ms["flex_window"]
-    return [
-        f"FlexAttention, one call on ({b}, {h}, {t}, {d}) with a window of {flex['window']} in tiles of {flex['block']}: "
-        f"the block mask visits {flex['visited_tiles']} of the {flex['causal_tiles']} tiles on or below the diagonal, and "
-        f"the compiled call takes {ms['flex_window']:.1f} ms, against {ms['flex_causal_blocks']:.1f} ms for the same kernel "
-        f"visiting every causal tile ({skip:.1f}× as long) and {ms['sdpa_mask']:.1f} ms for SDPA with a boolean window mask "
-        f"({dense:.1f}× as long); full causal SDPA takes {ms['sdpa_causal']:.1f} ms.",
-        "",
-        f"FlexAttention，在形状为 ({b}, {h}, {t}, {d}) 的张量上做一次窗口为 {flex['window']} 的注意力，分块大小 {flex['block']}："
-        f"分块掩码只访问对角线及其下方 {flex['causal_tiles']} 个分块中的 {flex['visited_tiles']} 个，编译后的调用耗时 "
-        f"{ms['flex_window']:.1f} 毫秒；同一个内核访问全部因果分块时耗时 {ms['flex_causal_blocks']:.1f} 毫秒"
-        f"（是前者的 {skip:.1f} 倍），SDPA 加布尔窗口掩码耗时 {ms['sdpa_mask']:.1f} 毫秒（是前者的 {dense:.1f} 倍）；"
-        f"不加窗口的因果 SDPA 耗时 {ms['sdpa_causal']:.1f} 毫秒。",
-    ]
+    """The FlexAttention result in English, then in Chinese (the sentences lesson 12 prints)."""
+    return [flex_summary(results, "en"), "", flex_summary(results, "zh")]
 
 
 def plot_decode(results: dict, folder: Path, language: str) -> Path:
