@@ -1,4 +1,4 @@
-"""Lesson 12's explorer: step through generation and see which keys and values are computed, read from the cache, or dropped."""
+"""Lesson 12's explorer: step through generation; see which keys and values are computed, read or dropped."""
 
 from __future__ import annotations
 
