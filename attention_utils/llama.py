@@ -20,7 +20,8 @@ from torch import nn
 from .bpe_tokenizer import ByteLevelBPE
 from .checks import bilingual, check_length, check_size
 from .gguf_file import GGUFFile, read_gguf
-from .rotary import apply_rotary
+from .kv_cache import KVCache, LayerCache
+from .modules import FusedMultiHeadAttention
 
 
 @dataclass(frozen=True)
@@ -86,59 +87,25 @@ class SwiGLU(nn.Module):
         return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
 
 
-class GroupedRotaryAttention(nn.Module):
-    """Causal attention with rotary positions and fewer key/value heads than query heads (grouped-query attention).
+class DecoderBlock(nn.Module):
+    """One block: attention, then the feed-forward layer, each after an RMSNorm and added to its input.
 
-    Shaped like the package's FusedMultiHeadAttention of lesson 12: one qkv projection whose rows are
-    the queries of every head, then the keys and the values of the key/value heads.
+    The attention is the package's FusedMultiHeadAttention (lessons 8 and 12): one QKV projection,
+    9 query heads sharing 3 key/value heads, rotary positions, and a KV cache for generation.
     """
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
-        self.num_heads, self.num_kv_heads, self.head_dim = config.num_heads, config.num_kv_heads, config.head_dim
-        self.rotary_base = config.rotary_base
-        self.rotary_layout = "interleaved"
-        self.qkv = nn.Linear(config.d_model, (config.num_heads + 2 * config.num_kv_heads) * config.head_dim, bias=False)
-        self.out_proj = nn.Linear(config.num_heads * config.head_dim, config.d_model)
-
-    def project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries (b, h, T, head_dim), keys and values (b, kv_heads, T, head_dim); q and k turned for start, start+1, ..."""
-        b, num_tokens, _ = x.shape
-        sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
-        queries, keys, values = (part.view(b, num_tokens, -1, self.head_dim).transpose(1, 2)
-                                 for part in self.qkv(x).split(sizes, dim=-1))
-        queries = apply_rotary(queries, start, self.rotary_base, self.rotary_layout)
-        keys = apply_rotary(keys, start, self.rotary_base, self.rotary_layout)
-        return queries, keys, values
-
-    def forward(self, x: torch.Tensor, *, cache: list | None = None) -> torch.Tensor:
-        b, num_tokens, _ = x.shape
-        start = 0 if not cache else cache[0].shape[2]
-        queries, keys, values = self.project_heads(x, start)
-        if cache is not None:
-            if cache:
-                keys, values = torch.cat([cache[0], keys], dim=2), torch.cat([cache[1], values], dim=2)
-            cache[:] = [keys, values]
-        mask = None
-        if num_tokens > 1 and start > 0:
-            mask = torch.ones(num_tokens, start + num_tokens, dtype=torch.bool).tril(start)  # True = may attend
-        context = nn.functional.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=mask, is_causal=num_tokens > 1 and start == 0, enable_gqa=True
-        )  # (b, 9, T, 64): each group of 3 query heads shares one key/value head
-        return self.out_proj(context.transpose(1, 2).reshape(b, num_tokens, -1))
-
-
-class DecoderBlock(nn.Module):
-    """One block: attention, then the feed-forward layer, each after an RMSNorm and added to its input."""
-
-    def __init__(self, config: LlamaConfig) -> None:
-        super().__init__()
         self.attention_norm = RMSNorm(config.d_model, config.norm_eps)
-        self.attention = GroupedRotaryAttention(config)
+        self.attention = FusedMultiHeadAttention(
+            config.d_model, config.d_model, config.context_length, dropout=0.0, num_heads=config.num_heads,
+            num_kv_heads=config.num_kv_heads, rotary_base=config.rotary_base, rotary_layout="interleaved",
+        )
+        self.attention.out_proj.bias = None  # Llama's attention output has no bias
         self.feed_forward_norm = RMSNorm(config.d_model, config.norm_eps)
         self.feed_forward = SwiGLU(config.d_model, config.d_ff)
 
-    def forward(self, x: torch.Tensor, *, cache: list | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *, cache: LayerCache | None = None) -> torch.Tensor:
         x = x + self.attention(self.attention_norm(x), cache=cache)
         return x + self.feed_forward(self.feed_forward_norm(x))
 
@@ -153,11 +120,10 @@ class LlamaModel(nn.Module):
         self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
 
-    def forward(self, tokens: torch.Tensor, *, cache: list | None = None) -> torch.Tensor:
-        """Next-token scores (b, T, vocab_size) for token ids (b, T); with a cache, only the new tokens go in."""
+    def forward(self, tokens: torch.Tensor, *, cache: KVCache | None = None) -> torch.Tensor:
+        """Next-token scores (b, T, vocab_size) for token ids (b, T); with a KVCache, only the new tokens go in."""
         check_token_ids(tokens, self.config.vocab_size)
-        seen = 0 if not cache or not cache[0] else cache[0][0].shape[2]
-        check_length(seen + tokens.shape[1], self.config.context_length)
+        check_length((0 if cache is None else cache.position) + tokens.shape[1], self.config.context_length)
         x = self.token_embedding(tokens)  # (b, T, d_model)
         for i, block in enumerate(self.blocks):
             x = block(x, cache=None if cache is None else cache[i])
@@ -177,7 +143,6 @@ class LlamaModel(nn.Module):
             # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
             weights[f"blocks.{i}.attention.qkv.weight"] = torch.cat([file.tensor(f"blk.{i}.attn_{part}.weight")
                                                                      for part in "qkv"])
-            weights[f"blocks.{i}.attention.out_proj.bias"] = torch.zeros(model.config.d_model)
         model.load_state_dict(weights)
         return model.eval().requires_grad_(False)
 
