@@ -77,7 +77,7 @@ def draw_attention(run: _LastRun, prompt: str, layer: int, head: int) -> Figure:
     weights = maps[layer, head]
     size = 2.6 + 0.2 * len(labels)
     fig, (ax, bars) = plt.subplots(1, 2, figsize=(size + 3.6, size), width_ratios=(size, 2.4), layout="constrained")
-    image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+    image = ax.imshow(weights.numpy(), cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=8)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xlabel(text("keys", "键"))
