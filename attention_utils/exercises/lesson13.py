@@ -143,7 +143,7 @@ def check_sink_reason(choice: object) -> None:
         return
     letter = choice.strip().lower() if isinstance(choice, str) else None
     if letter not in SINK_CHOICES:
-        return feedback(False, 'Answer with one letter: "a", "b", "c" or "d".', "请用一个字母作答：\"a\"、\"b\"、\"c\" 或 \"d\"。")
+        return feedback(False, 'Answer with one letter: "a", "b", "c" or "d".', "请用一个字母作答：a、b、c 或 d。")
     if letter == "b":
         return feedback(True, "Softmax cannot say \"nothing here\": the weights must add up to 1. StreamingLLM (Xiao et al., "
                         "2023) found the same sinks in many models and showed that keeping the first tokens keeps them working.",
