@@ -19,15 +19,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_utils.bpe_tokenizer import ByteLevelBPE, byte_alphabet
-from attention_utils.gguf_file import find_model_file, read_gguf
+from attention_utils.gguf_file import find_model_file
 
-LESSON_SENTENCES = [
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+LESSON_SENTENCES = [  # every text lesson 13 tokenizes
     "The capital of France is",
-    "Once upon a time, there was a little",
-    "The quick brown fox jumps over the lazy dog.",
-    "def add(a, b):\n    return",
-    "注意力机制让模型关注重要的词元。",
-    "<|im_start|>user\nWhat is attention?<|im_end|>\n",
+    "The largest planet in the solar system is",
+    "def fibonacci(n):",
+    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    "Once upon a time, in a small village by the sea, there lived an old fisherman. Every morning he took his boat out "
+    "before sunrise, and every evening he came back with a basket of fish for the market. The children of the village "
+    "loved to sit with him on the beach and listen to his stories about storms, whales and far-away islands. One day, "
+    "a stranger arrived in the village and asked the fisherman to take him out to sea, to an island that",
+    "The capital of France is Paris. It is known for the Eiffel Tower, which was built in 1889 for the World's Fair.",
+    "Yesterday capital of France is Paris. It is known for the Eiffel Tower, which was built in 1889 for the World's Fair.",
+    "Banana capital of France is Paris.", "! capital of France is Paris.",
+    "注意力机制让模型学会关注重要的词元。",
+    "Attention lets the model learn to focus on the important tokens.",
+    "中国的首都是",
+    "Mr and Mrs Dursley lived at number four, Privet Drive. One morning, Mr and Mrs",
+    "Seven blue whales sang quietly under the frozen northern moon",
+    " the" * 1000,
 ]
 WORDS = ("the of and to in is was for that it with as his on be at by I this had not are but from or have an they "
          "which one you were her all she there would their we him been has when who will more no if out so said what "
@@ -63,8 +76,8 @@ SPACES_BEFORE_A_NUMBER = regex.compile(r"\s{2,}\p{N}")
 
 
 @pytest.fixture(scope="module")
-def ours() -> ByteLevelBPE:
-    return ByteLevelBPE.from_gguf(read_gguf())
+def ours(smollm2) -> ByteLevelBPE:
+    return smollm2[1]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from attention_utils import head_scores
 from attention_utils.exercises import as_whole_number, lesson13
-from attention_utils.llama import LlamaConfig, load_smollm2
+from attention_utils.llama import LlamaConfig
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 SMOLLM2 = SimpleNamespace(config=LlamaConfig(vocab_size=49152, context_length=8192, d_model=576, num_layers=30, num_heads=9,
                                              num_kv_heads=3, d_ff=1536, rotary_base=100000.0, norm_eps=1e-5))
@@ -39,8 +41,8 @@ def verdict(check, *args) -> str:
 
 
 @pytest.fixture(scope="module")
-def model():
-    return load_smollm2()[0]
+def model(smollm2):
+    return smollm2[0]
 
 
 @given(st.sampled_from(FORMS))

@@ -9,13 +9,14 @@ from explorer_harness import drive
 
 from attention_utils import head_scores
 from attention_utils.explorers import lesson13
-from attention_utils.llama import load_smollm2
 from attention_utils.plotting import set_language
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def loaded():
-    return load_smollm2()
+def loaded(smollm2):
+    return smollm2
 
 
 @pytest.fixture(params=["en", "zh"])

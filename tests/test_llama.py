@@ -21,7 +21,9 @@ import torch
 from attention_utils.generation import generate
 from attention_utils.gguf_file import find_model_file
 from attention_utils.kv_cache import KVCache
-from attention_utils.llama import LlamaModel, load_smollm2, model_inputs
+from attention_utils.llama import LlamaModel, model_inputs
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 TOLERANCE = 1e-3
 PROMPTS = [
@@ -35,8 +37,8 @@ PROMPTS = [
 
 
 @pytest.fixture(scope="module")
-def ours() -> tuple[LlamaModel, object]:
-    return load_smollm2()
+def ours(smollm2) -> tuple[LlamaModel, object]:
+    return smollm2
 
 
 @pytest.fixture(scope="module")
