@@ -1,4 +1,4 @@
-"""A byte-level BPE tokenizer (the GPT-2 kind, used by SmolLM2): text to token ids and back, from a vocabulary and merges.
+"""A byte-level BPE tokenizer (GPT-2's kind, used by SmolLM2): text to token ids and back, from a vocabulary and merges.
 
 How a text becomes tokens:
 1. control tokens such as `<|im_start|>` are cut out whole;

@@ -1,4 +1,4 @@
-"""What the heads of a real model do, measured: attention maps, the share sent to the first token, previous-token and induction scores.
+"""What the heads of a real model do, measured: maps, the share on the first token, previous-token and induction scores.
 
 Every score is an average of attention weights read from the maps, so it lies between 0 and 1:
 - sink share: how much of each query's attention goes to the first token (queries 1 on; query 0

@@ -1,4 +1,4 @@
-"""A Llama-architecture language model (SmolLM2-135M) built from the series' attention, RMSNorm and a SwiGLU feed-forward.
+"""A Llama-architecture language model (SmolLM2-135M) from the series' attention, RMSNorm and a SwiGLU feed-forward.
 
 Each of its 30 blocks does two things, each added back to its input (a residual connection):
     x = x + attention(rms_norm(x))        # tokens read from earlier tokens: causal, rotary, 9 query heads, 3 key/value heads

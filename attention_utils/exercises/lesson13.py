@@ -1,4 +1,4 @@
-"""Checkers for lesson 13: the KV cache of the real model for 1,000 tokens, an induction head found by hand, why sinks exist."""
+"""Checkers for lesson 13: the KV cache of the real model for 1,000 tokens, an induction head found by hand, the sink."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lesson 13's figures: the share of attention each head sends to the first token, two heads' maps, and the prompt explorer."""
+"""Lesson 13's figures: each head's share of attention on the first token, two heads' maps, and the prompt explorer."""
 
 from __future__ import annotations
 
