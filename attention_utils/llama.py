@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .bpe_tokenizer import ByteLevelBPE
+from .bpe_tokenizer import ByteLevelBPE, check_text
 from .checks import bilingual, check_length, check_size
 from .gguf_file import GGUFFile, read_gguf
 from .kv_cache import KVCache, LayerCache
@@ -123,6 +123,10 @@ class LlamaModel(nn.Module):
     def forward(self, tokens: torch.Tensor, *, cache: KVCache | None = None) -> torch.Tensor:
         """Next-token scores (b, T, vocab_size) for token ids (b, T); with a KVCache, only the new tokens go in."""
         check_token_ids(tokens, self.config.vocab_size)
+        if cache is not None and (not isinstance(cache, KVCache) or len(cache) != len(self.blocks)):
+            raise TypeError(bilingual(
+                f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
+                f"cache 必须是 KVCache({len(self.blocks)})，每个模块一层缓存，实际是 {type(cache).__name__}。"))
         check_length((0 if cache is None else cache.position) + tokens.shape[1], self.config.context_length)
         x = self.token_embedding(tokens)  # (b, T, d_model)
         for i, block in enumerate(self.blocks):
@@ -139,7 +143,7 @@ class LlamaModel(nn.Module):
         for i in range(model.config.num_layers):
             names.update({f"blocks.{i}.{ours}.weight": f"blk.{i}.{theirs}.weight" for ours, theirs in parts.items()})
         weights = {ours: file.tensor(theirs) for ours, theirs in names.items()}
-        for i, block in enumerate(model.blocks):
+        for i in range(model.config.num_layers):
             # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
             weights[f"blocks.{i}.attention.qkv.weight"] = torch.cat([file.tensor(f"blk.{i}.attn_{part}.weight")
                                                                      for part in "qkv"])
@@ -168,14 +172,16 @@ def check_token_ids(tokens: object, vocab_size: int) -> torch.Tensor:
 
 def model_inputs(tokenizer: ByteLevelBPE, prompt: object, context_length: int = 8192) -> torch.Tensor:
     """A prompt as token ids (1, T), refusing what no model can read: not a str, empty, or longer than the context."""
-    from .bpe_tokenizer import check_text
-
     ids = tokenizer.encode(check_text(prompt, "prompt"))
     if not ids:
         raise ValueError(bilingual(
             f"prompt {prompt!r} has no tokens; write at least one word, such as 'The capital of France is'.",
             f"prompt {prompt!r} 里没有任何词元；请至少写一个词，例如 'The capital of France is'。"))
-    check_length(len(ids), check_size(context_length, "context_length"))
+    if len(ids) > check_size(context_length, "context_length"):
+        raise ValueError(bilingual(
+            f"This prompt has {len(ids)} tokens, but the model reads at most {context_length} (its context length); "
+            "shorten it.",
+            f"这个提示词有 {len(ids)} 个词元，而模型最多只能读 {context_length} 个（它的上下文长度）；请把它缩短。"))
     return torch.tensor([ids])
 
 

@@ -113,7 +113,18 @@ def test_a_prompt_longer_than_the_context_is_refused(ours):
     model, tokenizer = ours
     with pytest.raises(ValueError, match="8200 tokens") as error:
         model_inputs(tokenizer, " the" * 8200, model.config.context_length)
-    assert "context_length=8192" in str(error.value)
+    assert "at most 8192" in str(error.value) and "上下文长度" in str(error.value)
+    cache = KVCache(30)
+    model(torch.ones(1, 2, dtype=torch.long), cache=cache)  # the cache now holds 2 tokens
+    with pytest.raises(ValueError, match="context_length"):
+        model(torch.ones(1, 8191, dtype=torch.long), cache=cache)  # 2 + 8191 > 8192, refused before any work
+
+
+@pytest.mark.parametrize("bad", [[], KVCache(3), "cache"])
+def test_the_cache_must_be_one_kvcache_for_the_model(ours, bad):
+    model, _ = ours
+    with pytest.raises(TypeError, match="KVCache\\(30\\)"):
+        model(torch.tensor([[1, 2]]), cache=bad)
 
 
 @pytest.mark.parametrize("bad, error", [(torch.zeros(1, 3), TypeError), ([[1, 2]], TypeError),
