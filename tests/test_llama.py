@@ -13,8 +13,6 @@ layout or a wrong pairing of key/value heads moves logits by more than 1 (tested
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -43,11 +41,13 @@ def ours(smollm2) -> tuple[LlamaModel, object]:
 
 @pytest.fixture(scope="module")
 def reference():
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    from transformers import AutoModelForCausalLM
+    """transformers' Llama, loading the same GGUF file offline (HF_HUB_OFFLINE=1: no model hub is asked)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        from transformers import AutoModelForCausalLM
 
-    path = find_model_file()
-    return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+        path = find_model_file()
+        yield AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
 
 
 def test_logits_agree_with_transformers(ours, reference):
