@@ -66,7 +66,7 @@ def decode_markdown(results: dict) -> str:
         f"对每个提示长度 T，在一个全新的进程里先预填充 T 个词元，再交替地各计时 {work['calls']} 次：带 KV 缓存的一步解码，"
         "以及不用缓存、把整个序列重新算一遍。表中是每个新词元耗时的中位数（毫秒），加速比是两者之比。",
         "",
-        "| T | variant · 变体 | with cache · 有缓存 (ms) | without · 无缓存 (ms) | speed-up · 加速比 | cache · 缓存 (MiB) |",
+        "| T | variant / 变体 | with cache / 有缓存 (ms) | without / 无缓存 (ms) | speed-up / 加速比 | cache / 缓存 (MiB) |",
         "|---|---|---|---|---|---|",
     ]
     for row in sorted(results["rows"], key=lambda r: (r["length"], list(VARIANTS).index(r["variant"]))):
