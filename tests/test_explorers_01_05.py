@@ -83,3 +83,10 @@ def test_the_face_on_view_looks_along_the_cross_product():
     a, b = torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])  # their plane is the floor: look from above
     view = lesson02.face_on_view(a, b)
     assert math.isclose(view["elev"], 90.0) and math.isclose(view["azim"], 0.0)
+
+
+def test_the_arrows_by_hand_draw_one_arrow_and_one_label_per_token(language):
+    figure = lesson02.draw_arrows(inputs(), TOKENS)
+    ax = figure.axes[0]
+    assert len(ax.collections) == 6 and [t.get_text() for t in ax.texts] == TOKENS
+    assert ax.get_title() == ("六个嵌入向量画成的箭头" if language == "zh" else "The six embeddings as arrows")

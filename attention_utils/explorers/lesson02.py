@@ -1,4 +1,4 @@
-"""Lesson 2's figures: the shadow of one arrow on another, and the explorer that turns the arrows."""
+"""Lesson 2's figures: the six arrows drawn by hand, the shadow of one arrow on another, and the explorer."""
 
 from __future__ import annotations
 
@@ -13,6 +13,23 @@ from matplotlib.figure import Figure
 from ..language import text
 from ..plotting import plot_vectors_3d
 from ..widgets import explore
+
+
+def draw_arrows(inputs: torch.Tensor, tokens: Sequence[str], query: str = "journey") -> Figure:
+    """Each embedding as an arrow from the origin, drawn with plain mpl_toolkits.mplot3d calls; the query orange."""
+    fig = plt.figure(figsize=(6.5, 5.5), layout="constrained")
+    ax = fig.add_subplot(projection="3d")  # a 3D axes from matplotlib's mpl_toolkits.mplot3d
+    for vector, token in zip(inputs.tolist(), tokens):
+        color = "tab:orange" if token == query else "tab:blue"
+        ax.quiver(0, 0, 0, *vector, color=color, arrow_length_ratio=0.08)  # one arrow from (0, 0, 0) to the point
+        below = token in ("starts", "with")  # below their tips, clear of the journey arrow
+        ax.text(*vector, token, color=color, va="top" if below else "bottom")  # the token at the tip
+    ax.set(xlim=(0, 1), ylim=(0, 1), zlim=(0, 1), xlabel=text("feature 1", "特征 1"),
+           ylabel=text("feature 2", "特征 2"), zlabel=text("feature 3", "特征 3"))
+    ax.set_yticks([0.2, 0.4, 0.6, 0.8, 1.0])  # no 0.0 here: it would collide with feature 1's 1.0 at the corner
+    ax.view_init(elev=15, azim=-35)
+    ax.set_title(text("The six embeddings as arrows", "六个嵌入向量画成的箭头"))
+    return fig
 
 
 def face_on_view(a: torch.Tensor, b: torch.Tensor) -> dict[str, float]:
