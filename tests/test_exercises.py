@@ -147,3 +147,11 @@ def test_the_forms_hold_the_same_value(number, count, matrix):
     assert float(torch.as_tensor(np.asarray(number.detach() if isinstance(number, torch.Tensor) else number))) == 0.25
     assert as_whole_number(count) == 136
     assert torch.equal(as_real_tensor(matrix), torch.eye(2, dtype=torch.float64))
+
+
+def test_a_complex_answer_is_not_told_to_drop_its_imaginary_part(capsys):
+    from attention_utils.exercises import check_tensor_answer
+
+    check_tensor_answer(torch.ones(2, dtype=torch.cfloat) + 1j, torch.ones(2), "The answer", "答案")
+    said = capsys.readouterr().out
+    assert said.startswith("❌") and ".float()" not in said and "imaginary" in said and "虚部" in said
