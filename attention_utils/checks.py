@@ -2,39 +2,68 @@
 
 The contract of the package, argument by argument. Each rule is checked before any work or side
 effect; a broken rule raises `TypeError` (wrong kind of thing) or `ValueError` (right kind, wrong
-size or value), and the message has two lines, English then Chinese, both naming the argument.
+size or value), and the message has two lines, English then Chinese, both naming the argument the
+caller passed (`d_model` for the tiny model, `block_size` for tiled attention, never an inner name).
 
-Tensors (`x`, `queries`, `keys`, `values`, `scores`):
-    a `torch.Tensor`, else TypeError ("convert it with torch.tensor(..., dtype=torch.float32)");
+Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`):
+    a `torch.Tensor`, else TypeError ("convert it with torch.tensor(..., dtype=torch.float32)";
+    a numpy array gets "torch.from_numpy(x).float()");
     floating point, else TypeError: integers (`torch.tensor([[1, 2, 3]])`) get "x.float()";
     bool and complex tensors are refused too;
     in a module, the same dtype and device as the module's weights, else TypeError ("x.float()",
-    "module.double()", "x.to(...)"); in the functional API, queries, keys and values share one dtype;
+    "module.double()", "x.to(...)"); in the functional API and tiled attention, queries, keys and
+    values share one dtype and one device, else TypeError;
     of an allowed rank, else ValueError (modules: `x` is (batch, num_tokens, d_in); the single-head
     V1/V2 also take (num_tokens, d_in)); with last dimension d_in, else ValueError;
-    finite, else ValueError. Attention scores may hold -inf (a hidden position) but not NaN or +inf.
-    Empty sizes are valid: batch 0, 0 tokens, 1 token and num_tokens == context_length all work.
-Sizes (`d_in`, `d_out`, `context_length`, `num_heads`, `batch_size`, `num_tokens`, `block_size`):
+    finite, else ValueError. Attention scores may hold -inf (a hidden position) but not NaN or +inf;
+    a row of scores that is -inf everywhere gets zero weights (stable_softmax, online_softmax).
+    Empty sizes are valid: batch 0, 0 tokens, 1 token and num_tokens == context_length all work;
+    no keys at all gives zero context vectors, and head size 0 gives scores of 0, so uniform weights
+    (both as in torch's SDPA).
+Public helper methods (`split_heads`, `project_heads`, `combine_heads`): their input follows the
+    tensor rules, with the last dimension d_out, d_in and head_dim, and `context` (batch, num_heads,
+    num_tokens, head_dim).
+Token ids (`tokens`): an integer tensor (batch, T) with T <= context_length, on the model's device,
+    ids in 0 .. vocab_size - 1; else TypeError (kind, device) or ValueError (shape, range).
+Sizes (`d_in`, `d_out`, `d_model`, `context_length`, `num_heads`, `num_layers`, `vocab_size`,
+    `batch_size`, `num_tokens`, `block_size`, `dim` of a table):
     an integer (Python, numpy or 0-d torch integer), else TypeError; `True`/`False` are refused;
-    at least 1 (0 where an empty result makes sense: `num_tokens`, `batch_size`), else ValueError;
-    `d_out` must be a multiple of `num_heads`, else ValueError.
-Rates (`dropout`, `dropout_p`): a real number, else TypeError (strings, None and bools are
-    refused); in [0, 1), else ValueError. A module checks its rate again in every forward, so a
-    rate changed after construction is caught where it is used.
-Flags (`qkv_bias`, `training`, `causal`, `return_weights`): `True` or `False`, else TypeError.
-Masks: a boolean tensor, True = hide, else TypeError. `mask` must broadcast TO the scores' shape
-    without enlarging it, else ValueError. `padding_mask` must be exactly (batch, num_tokens).
+    at least 1 (0 where an empty result makes sense: `num_tokens`, `batch_size`, `num_positions`),
+    else ValueError; `d_out` (and a model's `d_model`) must be a multiple of `num_heads`, else
+    ValueError; the tensors a size asks for must fit in the device's memory, else ValueError that
+    says how large the size can be here (torch would fail in English, or the system would kill
+    the process later).
+Indices and dims (`layer`, `head`, `dim`): an integer as for sizes, else TypeError; within range,
+    else ValueError that gives the range.
+Devices (`device`): None, a string, a torch.device or an accelerator index naming a device this
+    machine has, else ValueError listing the ones it has ('cpu', 'cuda:0', ..., 'meta').
+Rates (`dropout`, `dropout_p`): a real number (numpy and 0-d torch numbers count), else TypeError
+    (strings, None and bools are refused); in [0, 1), else ValueError. A module checks its rate
+    again in every forward, so a rate changed after construction is caught where it is used.
+Flags (`qkv_bias`, `training`, `causal`, `return_weights`): True or False (numpy and 0-d torch
+    booleans count), else TypeError.
+Masks: a boolean tensor, True = hide, on the input's device, else TypeError. `mask` must broadcast
+    TO the scores' shape without enlarging it, else ValueError. `padding_mask` must be exactly
+    (batch, num_tokens).
 Fully masked rows: a query that may look at no key gets zero attention weights and a zero context
     vector, in every function and module of the package (the same as torch's
     `scaled_dot_product_attention`). A row of NaN would spread to every gradient through the
     shared weights; zeros keep the output defined and every gradient finite. Lesson 5 shows the
     NaN the plain softmax gives and why; lesson 8 shows SDPA doing the same as the package.
 Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
-    hundred, float32 inputs near 1e19); `scaled_dot_product_attention`, and so every book-style
-    module, then raises ValueError naming the dtype instead of returning NaN.
+    hundred, float32 inputs near 1e19); `attention_scores`, `scaled_dot_product_attention` and
+    `tiled_attention` then raise ValueError naming the dtype instead of returning inf or NaN.
+Modules check their result (after `out_proj`, and the QKV projection of the fused module, whose
+    kernel may turn NaN into zeros): NaN or inf from a finite input means either weights that hold
+    NaN or inf (what a training run that diverged leaves), and the ValueError names that weight
+    (`layers.1.W_key.weight`), or an overflow, and it names the dtype and the largest weight.
+    `from_multihead` refuses a source whose mask is not the causal mask. `predict` gives the
+    model its train/eval mode back, even when it refuses the tokens.
 Speed: the finite check is one `sum` reduction (a finite sum proves every entry finite); only when
-    that sum is not finite does an exact pass decide. Under `torch.compile` the check is skipped,
-    because it has to read the value on the host, which would split the graph.
+    that sum is not finite does an exact pass decide. A module checks its input and its result,
+    never the (T, T) scores. The checks that read values on the host are skipped under
+    `torch.compile` (they would split the graph), on the meta device (no values) and inside
+    `torch.vmap` (Python cannot branch on a batched value); the checks of types and shapes remain.
 """
 
 from __future__ import annotations
@@ -43,12 +72,26 @@ import numbers
 import operator
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 
 def bilingual(english: str, chinese: str) -> str:
     """Join an English and a Chinese sentence into the two-line message used across the package."""
     return f"{english}\n{chinese}"
+
+
+def cannot_read(x: torch.Tensor) -> bool:
+    """True where a check must not read values on the host: under torch.compile (it would split the
+    graph), on the meta device (no values) and inside torch.vmap (no Python branch on batched values)."""
+    if torch.compiler.is_compiling() or x.is_meta:
+        return True
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(x):  # vmap, grad and jvp wrap tensors, maybe several times
+        if functorch.is_batchedtensor(x):
+            return True
+        x = functorch.get_unwrapped(x)
+    return False
 
 
 def _dimensions_en(ranks: Sequence[int]) -> str:
@@ -69,18 +112,22 @@ def check_tensor(
     last_dim: int | None = None,
     like: torch.Tensor | None = None,
     allow_neg_inf: bool = False,
+    last_name: str = "d_in",
 ) -> torch.Tensor:
     """Check that `x` is a finite floating-point tensor of an allowed rank and last dimension.
 
-    `like` is a module's weight: `x` must then have its dtype and sit on its device.
+    `like` is a module's weight: `x` must then have its dtype and sit on its device. `last_name`
+    names the size the last dimension must equal (d_in for a module's input).
     """
     if not isinstance(x, torch.Tensor):
+        hint_en, hint_zh = (
+            (f"torch.from_numpy({name}).float()", f"torch.from_numpy({name}).float()") if isinstance(x, np.ndarray)
+            else ("torch.tensor(data, dtype=torch.float32)", "torch.tensor(data, dtype=torch.float32)")
+        )
         raise TypeError(
             bilingual(
-                f"`{name}` must be a torch.Tensor, got {type(x).__name__}; "
-                "convert it with torch.tensor(data, dtype=torch.float32).",
-                f"`{name}` 必须是 torch.Tensor，你传入的是 {type(x).__name__}；"
-                "请用 torch.tensor(data, dtype=torch.float32) 转成张量。",
+                f"`{name}` must be a torch.Tensor, got {type(x).__name__}; convert it with {hint_en}.",
+                f"`{name}` 必须是 torch.Tensor，你传入的是 {type(x).__name__}；请用 {hint_zh} 转成张量。",
             )
         )
     _check_floating(x, name, None if like is None else like.dtype)
@@ -96,12 +143,15 @@ def check_tensor(
     if x.dim() not in ranks:
         _wrong_rank(x, name, ranks)
     if last_dim is not None and x.shape[-1] != last_dim:
+        fix_en, fix_zh = (
+            (f"build the module with d_in={x.shape[-1]} or fix the input", f"请用 d_in={x.shape[-1]} 创建模块，或者修正输入")
+            if last_name == "d_in" else ("fix the input", "请修正输入")
+        )
         raise ValueError(
             bilingual(
-                f"The last dimension of `{name}` must be d_in={last_dim}, got {x.shape[-1]} "
-                f"(shape {tuple(x.shape)}); build the module with d_in={x.shape[-1]} or fix the input.",
-                f"`{name}` 的最后一维应等于 d_in={last_dim}，实际是 {x.shape[-1]}（形状为 {tuple(x.shape)}）；"
-                f"请用 d_in={x.shape[-1]} 创建模块，或者修正输入。",
+                f"The last dimension of `{name}` must be {last_name}={last_dim}, got {x.shape[-1]} "
+                f"(shape {tuple(x.shape)}); {fix_en}.",
+                f"`{name}` 的最后一维应等于 {last_name}={last_dim}，实际是 {x.shape[-1]}（形状为 {tuple(x.shape)}）；{fix_zh}。",
             )
         )
     check_finite(x, name, allow_neg_inf)
@@ -116,14 +166,14 @@ def _check_floating(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> No
             else ("complex numbers", "复数") if x.is_complex()
             else ("integers", "整数")
         )
-        hint_en = " (torch.tensor([[1, 2, 3]]) stores integers; write 1.0, 2.0, 3.0 or add dtype=torch.float32)"
-        hint_zh = "（torch.tensor([[1, 2, 3]]) 存的是整数；请写成 1.0、2.0、3.0，或加上 dtype=torch.float32）"
         integer = kind_en == "integers"
+        hint_en = " (torch.tensor([[1, 2, 3]]) stores integers; write 1.0, 2.0, 3.0 or add dtype=torch.float32)"
+        hint_zh = "；如果是 torch.tensor([[1, 2, 3]]) 这样创建的，请写成 1.0、2.0、3.0，或加上 dtype=torch.float32"
         raise TypeError(
             bilingual(
                 f"`{name}` holds {kind_en} ({x.dtype}), but attention needs floating-point numbers; "
                 f"convert it with {name}.float(){hint_en if integer else ''}.",
-                f"`{name}` 存的是{kind_zh}（{x.dtype}），而注意力需要浮点数；"
+                f"`{name}` 存的是{kind_zh}（{x.dtype}），而注意力需要浮点数。"
                 f"请用 {name}.float() 转换{hint_zh if integer else ''}。",
             )
         )
@@ -155,8 +205,8 @@ def _wrong_rank(x: torch.Tensor, name: str, ranks: Sequence[int]) -> None:
 
 def check_finite(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> None:
     """Refuse NaN and inf (and +inf only, with allow_neg_inf) with one cheap reduction on the fast path."""
-    if torch.compiler.is_compiling() or x.numel() == 0 or x.is_meta:
-        return  # reading a value on the host would break the compiled graph; meta tensors hold no values
+    if x.numel() == 0 or cannot_read(x):
+        return
     if torch.isfinite(x.sum()):
         return  # a finite sum proves every entry finite: inf and NaN never cancel out
     bad = torch.isnan(x) | (x == float("inf")) if allow_neg_inf else ~torch.isfinite(x)
@@ -172,26 +222,33 @@ def check_finite(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> Non
     )
 
 
-def check_size(value: object, name: str, minimum: int = 1) -> int:
-    """Check that a size is an integer of at least `minimum` (numpy and 0-d torch integers count)."""
-    if isinstance(value, (bool, torch.Tensor)) and (isinstance(value, bool) or value.dtype == torch.bool):
+def _whole_number(value: object, name: str, role_en: str = "sizes", role_zh: str = "大小") -> int:
+    """A Python, numpy or 0-d torch integer as an int; TypeError for anything else, bools included."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
         raise TypeError(
             bilingual(
-                f"{name} must be an integer, got {value!r}; True and False are not sizes.",
-                f"{name} 必须是整数，实际是 {value!r}；True 和 False 不能当作大小。",
+                f"{name} must be an integer, got {value!r}; True and False are not {role_en}.",
+                f"{name} 必须是整数，实际是 {value!r}；True 和 False 不能当作{role_zh}。",
             )
         )
     try:
-        number = operator.index(value)
-    except TypeError:
+        return operator.index(value)
+    except (TypeError, RuntimeError):  # RuntimeError: a tensor of more than one value, or one on meta
         as_int = f"; write {int(value)}" if isinstance(value, float) and value.is_integer() else ""
         as_int_zh = f"；请写成 {int(value)}" if as_int else ""
+        shown = f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) and value.dim() else repr(value)
+        shown_zh = f"形状为 {tuple(value.shape)} 的张量" if isinstance(value, torch.Tensor) and value.dim() else repr(value)
         raise TypeError(
             bilingual(
-                f"{name} must be an integer, got {value!r} ({type(value).__name__}){as_int}.",
-                f"{name} 必须是整数，实际是 {value!r}（{type(value).__name__}）{as_int_zh}。",
+                f"{name} must be an integer, got {shown} ({type(value).__name__}){as_int}.",
+                f"{name} 必须是整数，实际是 {shown_zh}（{type(value).__name__}）{as_int_zh}。",
             )
         ) from None
+
+
+def check_size(value: object, name: str, minimum: int = 1) -> int:
+    """Check that a size is an integer of at least `minimum` (numpy and 0-d torch integers count)."""
+    number = _whole_number(value, name)
     if number < minimum:
         at_least_zh = "正整数" if minimum == 1 else f"不小于 {minimum} 的整数"
         raise ValueError(
@@ -203,40 +260,125 @@ def check_size(value: object, name: str, minimum: int = 1) -> int:
     return number
 
 
-def check_no_overflow(context: torch.Tensor) -> None:
+def check_index(value: object, name: str, count: int, counted_zh: str, from_end: bool = False) -> int:
+    """Check that `value` picks one of `count` things (0 .. count-1; with from_end, -count .. -1 too).
+
+    `counted_zh` names the count in Chinese (层数, 头数); English says "out of {count}".
+    """
+    number = _whole_number(value, name, "indices", "索引")
+    lowest = -count if from_end else 0
+    if not lowest <= number < count:
+        end_en = f", or -{count} to -1 counting from the end" if from_end else ""
+        end_zh = f"，也可以用 -{count} 到 -1 从末尾数" if from_end else ""
+        raise ValueError(
+            bilingual(
+                f"{name}={number} is out of range: with {count} to choose from, {name} must be from 0 to {count - 1}"
+                f"{end_en}." if count else f"{name}={number} is out of range: there is nothing to choose from.",
+                f"{name}={number} 超出了范围：{counted_zh}为 {count}，{name} 应在 0 到 {count - 1} 之间{end_zh}。"
+                if count else f"{name}={number} 超出了范围：{counted_zh}为 0，没有可选的。",
+            )
+        )
+    return number
+
+
+def check_dim(dim: object, x: torch.Tensor, name: str = "scores") -> int:
+    """Check that `dim` names one of the dimensions of `x` (negative counts from the end)."""
+    rank = max(x.dim(), 1)
+    number = _whole_number(dim, "dim", "dimensions", "维度")
+    if not -rank <= number < rank:
+        raise ValueError(
+            bilingual(
+                f"dim must be an integer from {-rank} to {rank - 1} for `{name}` of shape {tuple(x.shape)}, "
+                f"got {number}; use dim=-1 to normalize each row.",
+                f"对形状为 {tuple(x.shape)} 的 `{name}`，dim 必须是 {-rank} 到 {rank - 1} 之间的整数，"
+                f"实际是 {number}；要按行归一化，请用 dim=-1。",
+            )
+        )
+    return number
+
+
+def _wider(dtype: torch.dtype) -> tuple[str, str]:
+    """The dtype to compute in when `dtype` overflows, and the method that converts to it."""
+    return ("float32", "float") if torch.finfo(dtype).bits < 32 else ("float64", "double")
+
+
+def check_no_overflow(result: torch.Tensor, names: Sequence[str] = ("queries", "keys", "values")) -> None:
     """Refuse a result that overflowed: from finite inputs, NaN or inf appear only when the scores overflowed."""
-    if torch.compiler.is_compiling() or context.numel() == 0 or torch.isfinite(context.sum()):
+    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()):
         return
-    if torch.isfinite(context).all():
+    if torch.isfinite(result).all():
         return  # only the sum overflowed
-    limit = torch.finfo(context.dtype).max
-    wider, to_wider = ("float32", "x.float(), module.float()") if context.element_size() < 4 else ("float64", "x.double(), module.double()")
+    limit = torch.finfo(result.dtype).max
+    wider, method = _wider(result.dtype)
+    convert = ", ".join(f"{name}.{method}()" for name in names)
     raise ValueError(
         bilingual(
-            f"The attention scores overflowed {context.dtype} (a dot product beyond {limit:.3g}); the queries and "
-            f"keys are too large for this dtype: scale the input down, or compute in {wider} ({to_wider}).",
-            f"注意力分数超出了 {context.dtype} 的表示范围（有点积大于 {limit:.3g}）；查询和键的数值对这种类型来说太大了："
-            f"请把输入缩小，或改用 {wider} 计算（{to_wider}）。",
+            f"The attention scores overflowed {result.dtype} (a dot product beyond {limit:.3g}): `queries` and `keys` "
+            f"are too large for this dtype; scale them down, or compute in {wider} ({convert}).",
+            f"注意力分数超出了 {result.dtype} 的表示范围（某个点积超过了 {limit:.3g}）：对这种类型来说，"
+            f"`queries` 和 `keys` 的数值太大了；请把它们缩小，或改用 {wider} 计算（{convert}）。",
         )
     )
 
 
-def check_heads(d_out: int, num_heads: int) -> None:
-    """Check that `d_out` splits evenly into `num_heads` heads."""
+def check_weights(module: torch.nn.Module) -> None:
+    """Refuse a module whose weights hold NaN or inf: what a training run that diverged leaves behind."""
+    for name, weight in module.named_parameters():
+        if weight.numel() and not cannot_read(weight) and not torch.isfinite(weight.detach().sum()):
+            if not torch.isfinite(weight.detach()).all():
+                kind = type(module).__name__
+                raise ValueError(
+                    bilingual(
+                        f"The weights of {kind} hold NaN or inf ({name}); a training run that diverged leaves "
+                        "weights like these: restore a snapshot from before it, or build the model again, and "
+                        "train with a lower learning_rate.",
+                        f"{kind} 的权重里有 NaN 或 inf（{name}）；训练发散后就会留下这样的权重："
+                        "请恢复发散之前的快照，或重新创建模型，再用更小的 learning_rate 训练。",
+                    )
+                )
+
+
+def check_result(module: torch.nn.Module, result: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+    """A module's result from finite input: NaN or inf come from its weights or from an overflow; say which."""
+    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()) or torch.isfinite(result).all():
+        return result
+    check_weights(module)
+    sizes = [(name, float(w.detach().abs().max())) for name, w in module.named_parameters() if w.numel()]
+    weight_name, largest = max(sizes, key=lambda pair: pair[1], default=("-", 0.0))
+    seen_en = seen_zh = ""
+    if x is not None and x.is_floating_point() and x.numel():
+        seen_en, seen_zh = f"largest |x| {float(x.abs().max()):.3g}, ", f"|x| 最大为 {float(x.abs().max()):.3g}，"
+    kind, limit = type(module).__name__, torch.finfo(result.dtype).max
+    wider, method = _wider(result.dtype)
+    raise ValueError(
+        bilingual(
+            f"The output of {kind} overflowed {result.dtype} (a value beyond {limit:.3g}) although its input is finite: "
+            f"the input and the weights together are too large for this dtype ({seen_en}largest weight {largest:.3g} in "
+            f"{weight_name}). Scale the input down, restore the weights from before a training run diverged, or "
+            f"compute in {wider} (x.{method}(), module.{method}()).",
+            f"{kind} 的输出超出了 {result.dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的："
+            f"对这种类型来说，输入和权重合起来太大了（{seen_zh}权重最大为 {largest:.3g}，在 {weight_name} 中）。"
+            f"请把输入缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（x.{method}()、module.{method}()）。",
+        )
+    )
+
+
+def check_heads(d_out: int, num_heads: int, name: str = "d_out") -> None:
+    """Check that the width `name` (d_out, or a model's d_model) splits evenly into `num_heads` heads."""
     if d_out % num_heads != 0:
         raise ValueError(
             bilingual(
-                f"d_out={d_out} must be divisible by num_heads={num_heads}; choose d_out as a multiple of num_heads.",
-                f"d_out={d_out} 必须能被 num_heads={num_heads} 整除；请把 d_out 设为 num_heads 的整数倍。",
+                f"{name}={d_out} must be divisible by num_heads={num_heads}; choose {name} as a multiple of num_heads.",
+                f"{name}={d_out} 必须能被 num_heads={num_heads} 整除；请把 {name} 设为 num_heads 的整数倍。",
             )
         )
 
 
 def check_rate(p: object, name: str = "dropout") -> float:
     """Check that a dropout rate is a real number in [0, 1); return it as a float."""
-    if isinstance(p, torch.Tensor) and p.dim() == 0 and p.is_floating_point():
+    if isinstance(p, torch.Tensor) and p.dim() == 0 and p.dtype != torch.bool and not p.is_complex() and not cannot_read(p):
         p = p.item()
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
         raise TypeError(
             bilingual(
                 f"{name} must be a number in [0, 1), got {p!r} ({type(p).__name__}); for example {name}=0.1.",
@@ -254,15 +396,17 @@ def check_rate(p: object, name: str = "dropout") -> float:
 
 
 def check_flag(value: object, name: str) -> bool:
-    """Check that a switch such as `training` or `qkv_bias` is True or False."""
-    if not isinstance(value, bool):
+    """Check that a switch such as `training` or `qkv_bias` is True or False (numpy and 0-d torch bools count)."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype == torch.bool and not cannot_read(value):
+        value = value.item()
+    if not isinstance(value, (bool, np.bool_)):
         raise TypeError(
             bilingual(
                 f"{name} must be True or False, got {value!r}.",
                 f"{name} 只能是 True 或 False，实际是 {value!r}。",
             )
         )
-    return value
+    return bool(value)
 
 
 def check_length(num_tokens: int, context_length: int) -> None:
@@ -278,8 +422,8 @@ def check_length(num_tokens: int, context_length: int) -> None:
         )
 
 
-def _boolean(mask: object, name: str) -> torch.Tensor:
-    """Refuse anything but a boolean tensor, saying which convention the package uses."""
+def _boolean(mask: object, name: str, device: torch.device | None = None) -> torch.Tensor:
+    """Refuse anything but a boolean tensor (on `device`), saying which convention the package uses."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = f"a {mask.dtype} tensor" if isinstance(mask, torch.Tensor) else type(mask).__name__
         got_zh = f"{mask.dtype} 张量" if isinstance(mask, torch.Tensor) else type(mask).__name__
@@ -290,12 +434,19 @@ def _boolean(mask: object, name: str) -> torch.Tensor:
                 f"`{name}` 必须是布尔张量，True 表示要遮住的位置，你传入的是 {got_zh}；请用 {name}.bool() 转换。",
             )
         )
+    if device is not None and mask.device != device:
+        raise TypeError(
+            bilingual(
+                f"`{name}` is on {mask.device} but the attention input is on {device}; move it with {name}.to('{device}').",
+                f"`{name}` 在 {mask.device} 上，而注意力的输入在 {device} 上；请用 {name}.to('{device}') 移过去。",
+            )
+        )
     return mask
 
 
-def check_mask(mask: object, scores_shape: torch.Size, name: str = "mask") -> torch.Tensor:
+def check_mask(mask: object, scores_shape: torch.Size, name: str = "mask", device: torch.device | None = None) -> torch.Tensor:
     """Check that a boolean mask (True = hide) broadcasts to the scores' shape without enlarging it."""
-    _boolean(mask, name)
+    _boolean(mask, name, device)
     try:
         fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
     except RuntimeError:
@@ -308,15 +459,15 @@ def check_mask(mask: object, scores_shape: torch.Size, name: str = "mask") -> to
                 f"{tuple(scores_shape)}; it must broadcast to that shape without adding to it, "
                 f"for example shape ({queries}, {keys}).",
                 f"形状为 {tuple(mask.shape)} 的 `{name}` 与形状为 {tuple(scores_shape)} 的注意力分数不匹配；"
-                f"它必须能广播成这个形状且不能把它变大，例如使用形状 ({queries}, {keys})。",
+                f"它必须能广播到这个形状，而且广播后不能比它大，例如使用形状 ({queries}, {keys})。",
             )
         )
     return mask
 
 
-def check_padding_mask(padding_mask: object, batch: int, num_tokens: int) -> torch.Tensor:
-    """Check that a padding mask is boolean (True = padding) and exactly (batch, num_tokens)."""
-    _boolean(padding_mask, "padding_mask")
+def check_padding_mask(padding_mask: object, batch: int, num_tokens: int, device: torch.device | None = None) -> torch.Tensor:
+    """Check that a padding mask is boolean (True = padding), on the input's device and exactly (batch, num_tokens)."""
+    _boolean(padding_mask, "padding_mask", device)
     if tuple(padding_mask.shape) != (batch, num_tokens):
         raise ValueError(
             bilingual(
@@ -330,14 +481,17 @@ def check_padding_mask(padding_mask: object, batch: int, num_tokens: int) -> tor
 
 
 def check_same_dtype(tensors: dict[str, torch.Tensor]) -> None:
-    """Check that tensors multiplied together share one dtype (queries, keys, values)."""
-    dtypes = {name: t.dtype for name, t in tensors.items()}
-    if len(set(dtypes.values())) > 1:
-        listed = ", ".join(f"`{name}` {dtype}" for name, dtype in dtypes.items())
-        first = next(iter(dtypes.values()))
-        raise TypeError(
-            bilingual(
-                f"{listed}: all must have the same dtype; convert them, for example with .to({first}).",
-                f"{listed}：它们的类型必须相同；请统一转换，例如使用 .to({first})。",
+    """Check that tensors multiplied together share one dtype and one device (queries, keys, values)."""
+    for attribute, word_en, word_zh in (("dtype", "dtype", "类型"), ("device", "device", "设备")):
+        found = {name: getattr(t, attribute) for name, t in tensors.items()}
+        if len(set(found.values())) > 1:
+            first = next(iter(found.values()))
+            listed = ", ".join(f"`{name}` {value}" for name, value in found.items())
+            listed_zh = "，".join(f"`{name}` 是 {value}" for name, value in found.items())
+            convert = f".to({first})" if attribute == "dtype" else f".to('{first}')"
+            raise TypeError(
+                bilingual(
+                    f"{listed}: all must have the same {word_en}; convert them, for example with {convert}.",
+                    f"{listed_zh}：它们的{word_zh}必须相同；请统一转换，例如使用 {convert}。",
+                )
             )
-        )

@@ -12,20 +12,32 @@ from torch import nn
 
 from .checks import (
     bilingual,
+    cannot_read,
     check_flag,
     check_heads,
     check_length,
     check_padding_mask,
     check_rate,
+    check_result,
     check_size,
     check_tensor,
 )
-from .functional import causal_mask, scaled_dot_product_attention
+from .devices import check_fits
+from .functional import attend, causal_mask, future
+
+FLOAT_BYTES = 4  # the default dtype, float32
 
 
 def check_sizes(**sizes: object) -> list[int]:
-    """Check each constructor size (d_in, d_out, context_length, num_heads) is a positive integer."""
-    return [check_size(value, name) for name, value in sizes.items()]
+    """Check each constructor size (d_in, d_out, context_length, num_heads) is a positive integer that fits in memory."""
+    checked = {name: check_size(value, name) for name, value in sizes.items()}
+    d_in, d_out = checked["d_in"], checked["d_out"]
+    # three projections and an out_proj of d_out x d_out at most, and a (context_length, context_length) mask;
+    # each size alone first, so the message names the one that is too large
+    check_fits(d_in, "d_in", lambda d: FLOAT_BYTES * 3 * d)
+    check_fits(checked.get("context_length", 0), "context_length", lambda n: FLOAT_BYTES * n * n)
+    check_fits(d_out, "d_out", lambda d: FLOAT_BYTES * (3 * d_in * d + d * d))
+    return list(checked.values())
 
 
 class SelfAttentionV1(nn.Module):
@@ -40,12 +52,14 @@ class SelfAttentionV1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
+        return_weights = check_flag(return_weights, "return_weights")
         check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, like=self.W_query)
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key
         values = x @ self.W_value
-        context, weights = scaled_dot_product_attention(queries, keys, values)
-        return (context, weights) if check_flag(return_weights, "return_weights") else context
+        context, weights = attend(queries, keys, values)
+        context = check_result(self, context, x)  # NaN from finite x: the weights hold NaN, or the scores overflowed
+        return (context, weights) if return_weights else context
 
 
 class SelfAttentionV2(nn.Module):
@@ -54,16 +68,18 @@ class SelfAttentionV2(nn.Module):
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
         super().__init__()
         d_in, d_out = check_sizes(d_in=d_in, d_out=d_out)
-        check_flag(qkv_bias, "qkv_bias")
+        qkv_bias = check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
+        return_weights = check_flag(return_weights, "return_weights")
         check_tensor(x, "x", ranks=(2, 3), last_dim=self.d_in, like=self.W_query.weight)
-        context, weights = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x))
-        return (context, weights) if check_flag(return_weights, "return_weights") else context
+        context, weights = attend(self.W_query(x), self.W_key(x), self.W_value(x))
+        context = check_result(self, context, x)
+        return (context, weights) if return_weights else context
 
 
 class CausalAttention(nn.Module):
@@ -75,7 +91,7 @@ class CausalAttention(nn.Module):
         super().__init__()
         d_in, d_out, context_length = check_sizes(d_in=d_in, d_out=d_out, context_length=context_length)
         dropout = check_rate(dropout)
-        check_flag(qkv_bias, "qkv_bias")
+        qkv_bias = check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -88,18 +104,24 @@ class CausalAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
         """Context vectors (b, T, d_out); with return_weights, also the weights used (after dropout)."""
+        return_weights = check_flag(return_weights, "return_weights")
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
+        check_length(x.shape[1], self.context_length)
+        context, weights = self._attend(x)
+        context = check_result(self, context, x)  # NaN from finite x: the weights hold NaN, or the scores overflowed
+        return (context, weights) if return_weights else context
+
+    def _attend(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """forward without its checks: MultiHeadAttentionWrapper checks x once for all its heads."""
         num_tokens = x.shape[1]
-        check_length(num_tokens, self.context_length)
-        context, weights = scaled_dot_product_attention(
+        return attend(
             self.W_query(x),  # (b, T, d_out)
             self.W_key(x),
             self.W_value(x),
-            mask=self.mask.bool()[:num_tokens, :num_tokens],
+            hidden=self.mask.bool()[:num_tokens, :num_tokens],
             dropout_p=check_rate(self.dropout.p),  # checked again: the rate may have been changed since
             training=self.training,
         )
-        return (context, weights) if check_flag(return_weights, "return_weights") else context
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -116,15 +138,22 @@ class MultiHeadAttentionWrapper(nn.Module):
     ) -> None:
         super().__init__()
         num_heads = check_size(num_heads, "num_heads")
+        check_sizes(d_in=d_in, d_out=d_out, context_length=context_length)
+        check_fits(num_heads, "num_heads", lambda h: h * FLOAT_BYTES * (3 * d_in * d_out + context_length**2))
         self.heads = nn.ModuleList(
             CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)
         )
 
     def forward(self, x: torch.Tensor, return_weights: bool = False):
         """Concatenated context vectors (b, T, num_heads * d_out); with return_weights, also (b, h, T, T)."""
-        outputs = [head(x, return_weights=True) for head in self.heads]
+        return_weights = check_flag(return_weights, "return_weights")
+        first = self.heads[0]
+        check_tensor(x, "x", ranks=(3,), last_dim=first.d_in, like=first.W_query.weight)
+        check_length(x.shape[1], first.context_length)
+        outputs = [head._attend(x) for head in self.heads]
         context = torch.cat([c for c, _ in outputs], dim=-1)  # (b, T, num_heads * d_out)
-        if check_flag(return_weights, "return_weights"):
+        context = check_result(self, context, x)  # a NaN weight is named with its head: heads.1.W_key.weight
+        if return_weights:
             return context, torch.stack([w for _, w in outputs], dim=1)
         return context
 
@@ -147,7 +176,7 @@ class MultiHeadAttention(nn.Module):
         )
         check_heads(d_out, num_heads)
         dropout = check_rate(dropout)
-        check_flag(qkv_bias, "qkv_bias")
+        qkv_bias = check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -162,6 +191,11 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim)."""
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_out, like=self.W_query.weight, last_name="d_out")
+        return self._split_heads(x.contiguous())  # view needs the memory in order; a learner's x may be transposed
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """split_heads without its checks, for the projections forward has just made."""
         b, num_tokens, _ = x.shape
         return x.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
@@ -171,23 +205,24 @@ class MultiHeadAttention(nn.Module):
         In training mode with dropout the weights returned are the ones after dropout, so their
         rows no longer sum to 1: those are the weights that made the output.
         """
+        return_weights = check_flag(return_weights, "return_weights")
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
-        queries = self.split_heads(self.W_query(x))  # (b, h, T, head_dim)
-        keys = self.split_heads(self.W_key(x))
-        values = self.split_heads(self.W_value(x))
-        context, weights = scaled_dot_product_attention(
+        queries = self._split_heads(self.W_query(x))  # (b, h, T, head_dim)
+        keys = self._split_heads(self.W_key(x))
+        values = self._split_heads(self.W_value(x))
+        context, weights = attend(
             queries,
             keys,
             values,
-            mask=self.mask.bool()[:num_tokens, :num_tokens],
+            hidden=self.mask.bool()[:num_tokens, :num_tokens],
             dropout_p=check_rate(self.dropout.p),  # checked again: the rate may have been changed since
             training=self.training,
         )  # context: (b, h, T, head_dim), weights: (b, h, T, T)
         context = context.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)  # (b, T, d_out)
-        context = self.out_proj(context)
-        return (context, weights) if check_flag(return_weights, "return_weights") else context
+        context = check_result(self, self.out_proj(context), x)  # NaN from finite x: NaN weights, or an overflow
+        return (context, weights) if return_weights else context
 
 
 class FusedMultiHeadAttention(nn.Module):
@@ -212,7 +247,7 @@ class FusedMultiHeadAttention(nn.Module):
             d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads
         )
         check_heads(d_out, num_heads)
-        check_flag(qkv_bias, "qkv_bias")
+        qkv_bias = check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -227,7 +262,8 @@ class FusedMultiHeadAttention(nn.Module):
         """The fused module with the weights, train/eval mode and requires_grad of a MultiHeadAttention.
 
         Works for the package's class and the book's own (the same parameter names); in eval mode,
-        or with dropout 0, both give the same outputs.
+        or with dropout 0, both give the same outputs. The fused module is always causal, so a source
+        whose mask is not the causal one (lesson 10's reverse model clears it) is refused.
         """
         parts = ("W_query", "W_key", "W_value", "out_proj")
         if not all(isinstance(getattr(mha, name, None), nn.Linear) for name in parts) or not hasattr(mha, "num_heads"):
@@ -239,11 +275,12 @@ class FusedMultiHeadAttention(nn.Module):
                     f"你传入的是 {type(mha).__name__}；其他模块请直接创建 FusedMultiHeadAttention(...)。",
                 )
             )
+        _check_causal_source(mha)
         projections = [getattr(mha, name) for name in parts[:3]]
         has_bias = mha.W_query.bias is not None
         context_length = mha.mask.shape[-1] if hasattr(mha, "mask") else mha.context_length
-        fused = cls(mha.W_query.in_features, mha.W_query.out_features, context_length, mha.dropout.p,
-                    mha.num_heads, has_bias)
+        fused = cls(mha.W_query.in_features, mha.W_query.out_features, context_length,
+                    getattr(mha.dropout, "p", mha.dropout), mha.num_heads, has_bias)
         with torch.no_grad():
             fused.qkv.weight.copy_(torch.cat([p.weight for p in projections]))  # (3 * d_out, d_in)
             if has_bias:
@@ -259,13 +296,34 @@ class FusedMultiHeadAttention(nn.Module):
 
     def project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values for every head from one matrix multiply instead of three."""
+        check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
+        return self._project_heads(x)
+
+    def _project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """project_heads without the input check, for forward, which has checked x already."""
         b, num_tokens, _ = x.shape
-        qkv = self.qkv(x).view(b, num_tokens, 3, self.num_heads, self.head_dim)  # (b, T, 3, h, head_dim)
+        # checked here: torch's fused kernels may turn a NaN projection into zeros instead of passing it on
+        qkv = check_result(self, self.qkv(x), x).view(b, num_tokens, 3, self.num_heads, self.head_dim)
         queries, keys, values = qkv.permute(2, 0, 3, 1, 4)  # each (b, h, T, head_dim)
         return queries, keys, values
 
     def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
         """Put the heads' context vectors side by side and mix them with out_proj."""
+        check_tensor(context, "context", ranks=(4,), last_dim=self.head_dim, like=self.out_proj.weight,
+                     last_name="head_dim")
+        if context.shape[1] != self.num_heads:
+            raise ValueError(
+                bilingual(
+                    f"`context` must have shape (batch, num_heads={self.num_heads}, num_tokens, head_dim), "
+                    f"got {tuple(context.shape)}; its second dimension counts the heads.",
+                    f"`context` 的形状应为 (batch, num_heads={self.num_heads}, num_tokens, head_dim)，"
+                    f"实际是 {tuple(context.shape)}；第二维是头的个数。",
+                )
+            )
+        return check_result(self, self._combine_heads(context))
+
+    def _combine_heads(self, context: torch.Tensor) -> torch.Tensor:
+        """combine_heads without its checks, for forward."""
         b, _, num_tokens, _ = context.shape
         return self.out_proj(context.transpose(1, 2).reshape(b, num_tokens, self.d_out))  # (b, T, d_out)
 
@@ -283,13 +341,13 @@ class FusedMultiHeadAttention(nn.Module):
         dropout_p = check_rate(self.dropout) if self.training else 0.0
         attn_mask = sees_nothing = None
         if padding_mask is not None:
-            hidden_keys = check_padding_mask(padding_mask, b, num_tokens)[:, None, None, :]  # (b, 1, 1, T)
-            hidden = causal_mask(num_tokens, x.device) | hidden_keys  # (b, 1, T, T), True = hide
+            hidden_keys = check_padding_mask(padding_mask, b, num_tokens, x.device)[:, None, None, :]  # (b, 1, 1, T)
+            hidden = future(num_tokens, x.device) | hidden_keys  # (b, 1, T, T), True = hide
             # A query that sees no key (left padding) may look everywhere, so no kernel ever meets a row
             # of -inf; its context is set to zero below, the package's policy for such rows.
             sees_nothing = hidden.all(dim=-1, keepdim=True)  # (b, 1, T, 1)
             attn_mask = ~hidden | sees_nothing  # SDPA's convention: True = may attend
-        queries, keys, values = self.project_heads(x)  # each (b, h, T, head_dim)
+        queries, keys, values = self._project_heads(x)  # each (b, h, T, head_dim)
         context = nn.functional.scaled_dot_product_attention(
             queries,
             keys,
@@ -300,4 +358,21 @@ class FusedMultiHeadAttention(nn.Module):
         )  # (b, h, T, head_dim)
         if sees_nothing is not None:
             context = context.masked_fill(sees_nothing, 0.0)
-        return self.combine_heads(context)
+        return check_result(self, self._combine_heads(context), x)  # NaN from finite x: an overflow, or NaN weights
+
+
+def _check_causal_source(mha: nn.Module) -> None:
+    """Refuse a source whose mask hides something other than the future: the fused module is always causal."""
+    mask = getattr(mha, "mask", None)
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2 or cannot_read(mask):
+        return
+    if not torch.equal(mask.bool(), future(mask.shape[-1], mask.device)):
+        raise ValueError(
+            bilingual(
+                f"from_multihead copies causal attention, but this {type(mha).__name__}'s mask is not the causal "
+                "mask (a model built with causal=False clears it); FusedMultiHeadAttention always hides the "
+                "future, so it would compute something else.",
+                f"from_multihead 只复制因果注意力，而这个 {type(mha).__name__} 的掩码不是因果掩码"
+                "（用 causal=False 创建的模型会把它清空）；FusedMultiHeadAttention 总是遮住未来，算出的结果会不一样。",
+            )
+        )

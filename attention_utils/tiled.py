@@ -16,15 +16,20 @@ import math
 from collections.abc import Iterator
 
 import torch
+from torch.autograd.function import once_differentiable
 
-from .checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
+from .checks import bilingual, check_dim, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
 
 RANKS = (2, 3, 4, 5)  # (T, d), (b, T, d), (b, h, T, d), or one more leading dimension
 
 
 def online_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax along `dim`, reading the scores one position at a time with a running maximum and sum."""
-    scores = check_tensor(scores, "scores", ranks=(1, *RANKS))
+    """Softmax along `dim`, reading the scores one position at a time with a running maximum and sum.
+
+    -inf marks a hidden position, as in stable_softmax; a row that is -inf everywhere gets zeros.
+    """
+    scores = check_tensor(scores, "scores", ranks=(1, *RANKS), allow_neg_inf=True)
+    dim = check_dim(dim, scores)
     rows = scores.movedim(dim, -1)  # the positions to walk through come last
     running_max = torch.full(rows.shape[:-1], -math.inf, dtype=rows.dtype, device=rows.device)
     running_sum = torch.zeros_like(running_max)
@@ -32,10 +37,21 @@ def online_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
         score = rows[..., position]
         new_max = torch.maximum(running_max, score)
         # the terms summed so far were exp(s - old max); multiplying by exp(old max - new max) rescales them
-        running_sum = running_sum * torch.exp(running_max - new_max) + torch.exp(score - new_max)
+        shift = _finite(new_max)  # while a row has seen only -inf its sum is 0, and any finite shift will do
+        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(score - shift)
         running_max = new_max
-    weights = torch.exp(rows - running_max[..., None]) / running_sum[..., None]
+    weights = torch.exp(rows - _finite(running_max)[..., None]) / _nonzero(running_sum)[..., None]
     return weights.movedim(-1, dim)
+
+
+def _finite(maximum: torch.Tensor) -> torch.Tensor:
+    """A running maximum with -inf (nothing visible yet) replaced by 0, so exp(x - maximum) stays defined."""
+    return maximum.masked_fill(maximum == -math.inf, 0.0)
+
+
+def _nonzero(total: torch.Tensor) -> torch.Tensor:
+    """A running sum with 0 (nothing visible at all) replaced by 1: such a row gets zero weights, not 0 / 0."""
+    return total.masked_fill(total == 0, 1.0)
 
 
 def blocks(length: int, size: int) -> Iterator[tuple[int, int]]:
@@ -56,21 +72,19 @@ def tile_crosses_diagonal(query_block: tuple[int, int], key_block: tuple[int, in
 
 def check_shapes(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
     """Queries and keys share d; keys and values share T; all share the leading (batch, head) sizes."""
-    if not (
-        queries.dim() == keys.dim() == values.dim()
-        and queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]
-        and queries.shape[-1] == keys.shape[-1]
-        and keys.shape[-2] == values.shape[-2]
-    ):
-        shapes = f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"
-        raise ValueError(
-            bilingual(
-                f"Got {shapes}: queries (..., T_q, d), keys (..., T_k, d) and values (..., T_k, d_v) must share "
-                "their leading sizes, queries and keys their last size d, keys and values their length T_k.",
-                f"实际形状为 {shapes}：查询 (..., T_q, d)、键 (..., T_k, d) 和值 (..., T_k, d_v) 的前导维度必须相同，"
-                "查询和键的最后一维 d 必须相同，键和值的长度 T_k 必须相同。",
-            )
-        )
+    shapes = f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"
+    shapes_zh = f"queries {tuple(queries.shape)}、keys {tuple(keys.shape)}、values {tuple(values.shape)}"
+    if not queries.dim() == keys.dim() == values.dim():
+        rule_en, rule_zh = "must have the same number of dimensions", "的维度个数必须相同"
+    elif not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
+        rule_en, rule_zh = "must have the same leading (batch, head) sizes", "最后两维之前的大小（批次、头）必须相同"
+    elif queries.shape[-1] != keys.shape[-1]:
+        rule_en, rule_zh = "disagree: queries and keys must have the same last size d", "不匹配：查询和键的最后一维 d 必须相同"
+    elif keys.shape[-2] != values.shape[-2]:
+        rule_en, rule_zh = "disagree: keys and values must have the same length T_k", "不匹配：键和值的长度 T_k 必须相同"
+    else:
+        return
+    raise ValueError(bilingual(f"Got {shapes}: they {rule_en}.", f"实际形状为 {shapes_zh}：它们{rule_zh}。"))
 
 
 def tiled_attention(
@@ -93,17 +107,19 @@ def tiled_attention(
     values = check_tensor(values, "values", ranks=RANKS)
     check_same_dtype({"queries": queries, "keys": keys, "values": values})
     check_shapes(queries, keys, values)
-    check_flag(causal, "causal")
-    block_q = check_size(block_size if block_q is None else block_q, "block_q")
-    block_k = check_size(block_size if block_k is None else block_k, "block_k")
-    return TiledAttention.apply(queries, keys, values, block_q, block_k, causal)
+    causal = check_flag(causal, "causal")
+    block_q = check_size(block_size, "block_size") if block_q is None else check_size(block_q, "block_q")
+    block_k = check_size(block_size, "block_size") if block_k is None else check_size(block_k, "block_k")
+    output = TiledAttention.apply(queries, keys, values, block_q, block_k, causal)
+    check_no_overflow(output)  # the inputs are finite, so NaN or inf here means the scores overflowed
+    return output
 
 
 def scored_tiles(
     queries: torch.Tensor, keys: torch.Tensor, block_q: int, block_k: int, causal: bool
 ) -> Iterator[tuple[slice, slice, torch.Tensor]]:
     """Every tile that is not skipped: its rows, its columns and its scaled scores (future keys set to -inf)."""
-    scale = 1.0 / math.sqrt(queries.shape[-1])
+    scale = 1.0 / math.sqrt(queries.shape[-1]) if queries.shape[-1] else 1.0  # head size 0: every score is 0
     for query_block in blocks(queries.shape[-2], block_q):
         rows = slice(*query_block)
         for key_block in blocks(keys.shape[-2], block_k):
@@ -136,7 +152,8 @@ def tiled_forward(
         running_sum[..., rows, :] = running_sum[..., rows, :] * rescale + weights.sum(dim=-1, keepdim=True)
         unnormalized[..., rows, :] = unnormalized[..., rows, :] * rescale + weights @ values[..., columns, :]
         running_max[..., rows, :] = new_max
-    return unnormalized / running_sum, running_max + torch.log(running_sum)  # divide once, at the end
+    # divide once, at the end; with no keys at all (T_k = 0) the sum is 0 and the context 0, as in torch's SDPA
+    return unnormalized / _nonzero(running_sum), running_max + torch.log(running_sum)
 
 
 class TiledAttention(torch.autograd.Function):
@@ -155,9 +172,10 @@ class TiledAttention(torch.autograd.Function):
         return output
 
     @staticmethod
+    @once_differentiable  # the backward is written by hand, so a second derivative through it would be wrong
     def backward(ctx, grad_output):
         queries, keys, values, output, log_sum_exp = ctx.saved_tensors
-        scale = 1.0 / math.sqrt(queries.shape[-1])
+        scale = 1.0 / math.sqrt(queries.shape[-1]) if queries.shape[-1] else 1.0
         grad_queries, grad_keys, grad_values = (torch.zeros_like(t) for t in (queries, keys, values))
         # d softmax: dS = P * (dP - rowsum(dO * O)), since rowsum(P * dP) = rowsum(dO * O) for every query
         correction = (grad_output * output).sum(dim=-1, keepdim=True)  # (..., T_q, 1)

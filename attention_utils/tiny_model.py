@@ -13,16 +13,19 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import bilingual, check_size
-from .modules import MultiHeadAttention
+from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_result, check_size, check_weights
+from .devices import check_fits
+from .modules import FLOAT_BYTES, MultiHeadAttention
 
 POSITION_KINDS = ("learned", "sinusoidal", "none")
 
 
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     """(num_positions, dim) fixed position vectors of "Attention Is All You Need": sin on even, cos on odd columns."""
-    check_size(num_positions, "num_positions")
-    check_size(dim, "dim", minimum=2)
+    num_positions = check_size(num_positions, "num_positions", minimum=0)
+    dim = check_size(dim, "dim")
+    check_fits(num_positions, "num_positions", lambda n: FLOAT_BYTES * n * dim)
+    check_fits(dim, "dim", lambda d: FLOAT_BYTES * num_positions * d)
     positions = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (T, 1)
     frequencies = torch.exp(-math.log(10000.0) * torch.arange(0, dim, 2, dtype=torch.float32) / dim)  # (ceil(dim/2),)
     angles = positions * frequencies  # (T, ceil(dim/2)): slow waves in the last columns
@@ -32,9 +35,10 @@ def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     return table
 
 
-def check_tokens(tokens: object, vocab_size: int, context_length: int) -> torch.Tensor:
-    """Token ids must be an integer tensor (b, T) with 0 <= id < vocab_size and T <= context_length."""
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32):
+def check_tokens(tokens: object, vocab_size: int, context_length: int, device: torch.device | None = None) -> torch.Tensor:
+    """Token ids must be an integer tensor (b, T) on the model's device, 0 <= id < vocab_size, T <= context_length."""
+    integer = isinstance(tokens, torch.Tensor) and not tokens.is_floating_point() and not tokens.is_complex()
+    if not integer or tokens.dtype == torch.bool:
         kind = tokens.dtype if isinstance(tokens, torch.Tensor) else type(tokens).__name__
         raise TypeError(
             bilingual(
@@ -42,21 +46,28 @@ def check_tokens(tokens: object, vocab_size: int, context_length: int) -> torch.
                 f"tokens 必须是由词元编号组成的整数张量，实际是 {kind}；请用 tasks.encode('abc', vocab_size) 生成。",
             )
         )
-    if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= context_length:
-        raise ValueError(
+    if device is not None and tokens.device != device:
+        raise TypeError(
             bilingual(
-                f"tokens must have shape (batch, T) with 1 <= T <= {context_length}, got {tuple(tokens.shape)}.",
-                f"tokens 的形状应为 (batch, T)，且 1 <= T <= {context_length}，实际是 {tuple(tokens.shape)}。",
+                f"tokens are on {tokens.device} but the model is on {device}; move them with tokens.to('{device}').",
+                f"tokens 在 {tokens.device} 上，而模型在 {device} 上；请用 tokens.to('{device}') 移过去。",
             )
         )
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+    if tokens.dim() != 2 or not tokens.shape[1] <= context_length:
+        raise ValueError(
+            bilingual(
+                f"tokens must have shape (batch, T) with T <= context_length={context_length}, got {tuple(tokens.shape)}.",
+                f"tokens 的形状应为 (batch, T)，且 T <= context_length={context_length}，实际是 {tuple(tokens.shape)}。",
+            )
+        )
+    if tokens.numel() and not cannot_read(tokens) and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(
             bilingual(
                 f"token ids must lie in 0..{vocab_size - 1}, got values from {int(tokens.min())} to {int(tokens.max())}.",
                 f"词元编号应在 0 到 {vocab_size - 1} 之间，实际范围是 {int(tokens.min())} 到 {int(tokens.max())}。",
             )
         )
-    return tokens
+    return tokens.long()  # nn.Embedding reads int64 (or int32) ids; uint8 and int16 ids are fine too
 
 
 class TinyAttentionModel(nn.Module):
@@ -75,16 +86,20 @@ class TinyAttentionModel(nn.Module):
         super().__init__()
         self.vocab_size = check_size(vocab_size, "vocab_size")
         self.context_length = check_size(context_length, "context_length")
-        check_size(num_layers, "num_layers")
-        if positions not in POSITION_KINDS:
-            raise ValueError(
+        d_model = check_size(d_model, "d_model")
+        num_heads = check_size(num_heads, "num_heads")
+        check_heads(d_model, num_heads, "d_model")
+        num_layers = check_size(num_layers, "num_layers")
+        if not isinstance(positions, str) or positions not in POSITION_KINDS:
+            raise (TypeError if not isinstance(positions, str) else ValueError)(
                 bilingual(
                     f"positions must be one of {POSITION_KINDS}, got {positions!r}.",
                     f"positions 必须是 {POSITION_KINDS} 之一，实际是 {positions!r}。",
                 )
             )
         self.positions = positions
-        self.causal = causal
+        self.causal = causal = check_flag(causal, "causal")
+        check_model_fits(self.vocab_size, self.context_length, d_model, num_layers)
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         if positions == "learned":
             self.position_embedding = nn.Parameter(0.1 * torch.randn(context_length, d_model))
@@ -103,7 +118,8 @@ class TinyAttentionModel(nn.Module):
 
     def run(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (b, T, vocab_size) and every layer's attention weights (layers, b, heads, T, T)."""
-        check_tokens(tokens, self.vocab_size, self.context_length)
+        tokens = check_tokens(tokens, self.vocab_size, self.context_length, self.token_embedding.weight.device)
+        check_weights(self)  # a diverged training run leaves NaN weights: name them, not a layer's input
         hidden = self.token_embedding(tokens)  # (b, T, d_model)
         if self.position_embedding is not None:
             hidden = hidden + self.position_embedding[: tokens.shape[1]]  # the same vector for position t in every row
@@ -112,7 +128,7 @@ class TinyAttentionModel(nn.Module):
             context, weights = layer(hidden, return_weights=True)
             hidden = hidden + context  # residual: each layer adds what it read to what was there
             maps.append(weights)
-        return self.readout(hidden), torch.stack(maps)
+        return check_result(self, self.readout(hidden)), torch.stack(maps)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits (b, T, vocab_size): a score for every possible answer at every position."""
@@ -123,22 +139,38 @@ class TinyAttentionModel(nn.Module):
         """The most likely answer at every position (b, T) and the attention maps, without training effects."""
         was_training = self.training
         self.eval()
-        logits, maps = self.run(tokens)
-        self.train(was_training)
+        try:
+            logits, maps = self.run(tokens)
+        finally:
+            self.train(was_training)  # even when the tokens are refused, the model keeps its mode
         return logits.argmax(dim=-1), maps
+
+
+def check_model_fits(vocab_size: int, context_length: int, d_model: int, num_layers: int) -> None:
+    """Refuse sizes whose weights and masks cannot fit in memory, naming each size in turn."""
+
+    def model_bytes(vocab_size: int, context_length: int, d_model: int, num_layers: int) -> int:
+        per_layer = 4 * d_model * d_model + d_model + context_length**2  # W_query, W_key, W_value, out_proj; mask
+        return FLOAT_BYTES * (2 * vocab_size * d_model + context_length * d_model + num_layers * per_layer)
+
+    sizes = {"vocab_size": vocab_size, "context_length": context_length, "d_model": d_model, "num_layers": num_layers}
+    for name, value in sizes.items():  # each size alone first (the others at 1), so the message names the culprit
+        check_fits(value, name, lambda v, name=name: model_bytes(**{**dict.fromkeys(sizes, 1), name: v}))
+    check_fits(d_model, "d_model", lambda d: model_bytes(**{**sizes, "d_model": d}))  # d_model multiplies every term
 
 
 @contextmanager
 def silence_head(model: TinyAttentionModel, layer: int, head: int) -> Iterator[None]:
     """Inside the `with` block one head contributes nothing: the rows of W_value that feed it are zeros."""
-    attention = model.layers[layer]
-    if not 0 <= head < attention.num_heads:
-        raise ValueError(
+    if not isinstance(model, TinyAttentionModel):
+        raise TypeError(
             bilingual(
-                f"head must be between 0 and {attention.num_heads - 1}, got {head}.",
-                f"head 应在 0 到 {attention.num_heads - 1} 之间，实际是 {head}。",
+                f"silence_head needs a TinyAttentionModel, got {type(model).__name__}.",
+                f"silence_head 需要 TinyAttentionModel，实际是 {type(model).__name__}。",
             )
         )
+    attention = model.layers[check_index(layer, "layer", len(model.layers), "层数")]
+    head = check_index(head, "head", attention.num_heads, "每层的头数")
     rows = slice(head * attention.head_dim, (head + 1) * attention.head_dim)  # this head's slice of d_out
     saved = attention.W_value.weight[rows].detach().clone()
     with torch.no_grad():

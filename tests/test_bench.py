@@ -182,6 +182,20 @@ def test_kernels_timed_together_report_every_kernel():
     found = harness.time_kernels_together(length=64, calls=3, threads=1)
     assert found["calls"] == 3 and set(found["median_ms"]) == set(implementations.KERNELS)
     assert all(ms > 0 for ms in found["median_ms"].values())
+    assert set(found["ratios"]) == {"explicit/tiled", "tiled/sdpa"} and all(r > 0 for r in found["ratios"].values())
+
+
+def test_kernels_are_timed_as_neighbouring_pairs_in_alternating_order(monkeypatch):
+    """Lesson 8's fair method: explicit against tiled, then tiled against SDPA, each pair back to back, first one
+    first, then the other; never a fixed rotation in which one kernel always follows the explicit version."""
+    calls = []
+    fake = {key: (label, lambda q, k, v, key=key: calls.append(key)) for key, (label, _) in implementations.KERNELS.items()}
+    monkeypatch.setattr(harness, "KERNELS", fake)
+    found = harness.time_kernels_together(length=8, calls=4, threads=1)
+    timed = calls[len(fake):]  # after one warm-up call each
+    alternating = ["explicit", "tiled", "tiled", "explicit"] * 2 + ["tiled", "sdpa", "sdpa", "tiled"] * 2
+    assert timed == alternating
+    assert set(found["ratios"]) == {"explicit/tiled", "tiled/sdpa"}
 
 
 def readme_halves() -> tuple[str, str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..checks import bilingual
 from .publish import language_copy, lesson_paths, tags
 
 LEGACY = Path("build") / "lab"  # where copies lived before they were kept safe from `make clean`
@@ -47,7 +48,7 @@ def learner_copy(source: Path, language: str):
 
 
 def _say(en: str, zh: str) -> None:
-    print(f"{en}\n{zh}", flush=True)
+    print(bilingual(en, zh), flush=True)
 
 
 def _writable(folder: Path) -> None:
@@ -59,9 +60,11 @@ def _writable(folder: Path) -> None:
         probe.unlink()
     except OSError as error:
         raise SystemExit(
-            f"Cannot write your lessons to {folder} ({error.strerror}); choose a folder you can write with "
-            f"`make lab LANGUAGE=... MY_LESSONS=/path/to/folder`.\n"
-            f"无法把课程写入 {folder}（{error.strerror}）；请用 `make lab LANGUAGE=... MY_LESSONS=/某个可写的文件夹` 另选位置。"
+            bilingual(
+                f"Cannot write your lessons to {folder} ({error.strerror}); choose a folder you can write with "
+                "`make lab LANGUAGE=... MY_LESSONS=/path/to/folder`.",
+                f"无法把课程写入 {folder}（{error.strerror}）；请用 `make lab LANGUAGE=... MY_LESSONS=/某个可写的文件夹` 另选位置。",
+            )
         ) from None
 
 
@@ -121,7 +124,8 @@ def reset(language: str, lesson: str, root: Path, source: Path = Path("notebooks
     """Move the learner's copy of one lesson to a dated backup, then write the current version in its place."""
     matches = [p for p in lesson_paths(source) if p.name.startswith(f"{int(lesson):02d}_")] if lesson.isdigit() else []
     if not matches:
-        raise SystemExit(f"No lesson {lesson!r}: give its number, e.g. LESSON=03.\n没有第 {lesson!r} 课：请给出课程编号，例如 LESSON=03。")
+        raise SystemExit(bilingual(f"No lesson {lesson!r}: give its number, e.g. LESSON=03.",
+                                   f"没有第 {lesson!r} 课：请给出课程编号，例如 LESSON=03。"))
     path, home = matches[0], root / language
     target = home / "notebooks" / path.name
     _writable(home / BACKUPS)

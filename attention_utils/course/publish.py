@@ -16,6 +16,8 @@ from pathlib import Path
 
 import nbformat
 
+from ..checks import bilingual
+
 LANGUAGE_TAGS = ("en", "zh")
 HEADING = re.compile(r"^(#+)\s", re.MULTILINE)
 FORMULA = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL)
@@ -137,15 +139,17 @@ def run_series(language: str, out: Path, folder: Path = Path("notebooks")) -> bo
             partial.rename(failed)
             kept_en = f"{out} still holds the last complete run" if out.exists() else f"nothing was written to {out}"
             kept_zh = f"{out} 中仍是上一次完整运行的结果" if out.exists() else f"{out} 中没有写入任何内容"
-            print(f"The run stopped at {path.name} ({type(error).__name__}); {kept_en}; this run's lessons, with the "
-                  f"error shown in its cell, are in {failed}.\n"
-                  f"运行在 {path.name} 处中断（{type(error).__name__}）；{kept_zh}；本次运行的课程（出错的单元格里有报错信息）在 {failed} 中。",
+            print(bilingual(f"The run stopped at {path.name} ({type(error).__name__}); {kept_en}; this run's lessons, "
+                            f"with the error shown in its cell, are in {failed}.",
+                            f"运行在 {path.name} 处中断（{type(error).__name__}）；{kept_zh}；"
+                            f"本次运行的课程（出错的单元格里有报错信息）在 {failed} 中。"),
                   file=sys.stderr, flush=True)
             return False
     shutil.rmtree(out, ignore_errors=True)
     partial.rename(out)
     shutil.rmtree(failed, ignore_errors=True)
-    print(f"All {len(lessons)} lessons ran; outputs in {out}.\n全部 {len(lessons)} 课运行完毕，结果在 {out} 中。", flush=True)
+    print(bilingual(f"All {len(lessons)} lessons ran; outputs in {out}.", f"全部 {len(lessons)} 课运行完毕，结果在 {out} 中。"),
+          flush=True)
     return True
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..checks import bilingual
 from .publish import LANGUAGE_TAGS, language_of, lesson_paths, tags
 
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
@@ -233,9 +234,11 @@ def for_static_export(nb):
     if problems:
         listed = "; ".join(problems)
         raise ValueError(
-            f"This lesson would load something from the internet or run a script on an offline page ({listed}); "
-            "use a local image in figures/ and plain markdown instead.\n"
-            f"这一课在离线网页上会从网络加载内容或运行脚本（{listed}）；请改用 figures/ 中的本地图片和普通 Markdown。"
+            bilingual(
+                f"This lesson would load something from the internet or run a script on an offline page ({listed}); "
+                "use a local image in figures/ and plain markdown instead.",
+                f"这一课在离线网页上会从网络加载内容或运行脚本（{listed}）；请改用 figures/ 中的本地图片和普通 Markdown。",
+            )
         )
     result = copy.deepcopy(nb)
     result.metadata.pop("widgets", None)
