@@ -11,8 +11,6 @@ import math
 import statistics
 from pathlib import Path
 
-from .language import get_language
-
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
@@ -38,6 +36,8 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
 
 def headline(results: dict, language: str | None = None) -> list[str]:
     """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
+    from .language import get_language  # imported here so reading JSON stays stdlib-only
+
     index = by_run(results["rows"])
     same = results["interleaved"]
     ms = same["median_ms"]
@@ -74,3 +74,49 @@ def headline(results: dict, language: str | None = None) -> list[str]:
     ]
     chosen = chinese if (language or get_language()) == "zh" else english
     return [line.format(**values) for line in chosen]
+
+
+# Lesson 12: decoding with and without a KV cache (make bench, or python -m attention_utils.course.bench --decode).
+SAVED_DECODE = ROOT / "figures" / "bench_decode.json"
+
+
+def decode_rows(results: dict, variant: str) -> dict[int, dict]:
+    """One variant's saved decode rows ("mha", "gqa", "mqa", "window"), by prompt length."""
+    return {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+
+
+def decode_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 12 quotes: ms per new token with and without the cache, by length, and the cache's size."""
+    from .language import table  # the language module is light; imported here so reading JSON stays stdlib-only
+
+    mha, window = decode_rows(results, "mha"), decode_rows(results, "window")
+    headers = (["T", "有缓存（毫秒）", "无缓存（毫秒）", "加速比", "缓存（MiB）", "窗口缓存（MiB）"] if language == "zh"
+               else ["T", "with cache (ms)", "without (ms)", "speed-up", "cache (MiB)", "window cache (MiB)"])
+    rows = [
+        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}", f"{row['speedup']:.1f}x",
+         f"{row['cache_bytes'] / 2**20:.1f}", f"{window[length]['cache_bytes'] / 2**20:.1f}" if length in window else "-"]
+        for length, row in sorted(mha.items())
+    ]
+    return table(headers, rows)
+
+
+def flex_summary(results: dict, language: str = "en") -> str:
+    """One saved FlexAttention call with a sliding window: tiles visited and the times of each way to run it."""
+    flex = results["flex"]
+    if "error" in flex:
+        return (f"FlexAttention was not measured on the benchmark machine: {flex['error']}." if language != "zh"
+                else f"基准测试的机器上没有测量 FlexAttention：{flex['error']}。")
+    ms, (b, h, t, d) = flex["median_ms"], flex["shape"]
+    skip, dense = ms["flex_causal_blocks"] / ms["flex_window"], ms["sdpa_mask"] / ms["flex_window"]
+    values = dict(b=b, h=h, t=t, d=d, window=flex["window"], block=flex["block"], visited=flex["visited_tiles"],
+                  causal=flex["causal_tiles"], flex=ms["flex_window"], all_tiles=ms["flex_causal_blocks"],
+                  mask=ms["sdpa_mask"], sdpa=ms["sdpa_causal"], skip=skip, dense=dense)
+    if language == "zh":
+        return ("FlexAttention，在形状为 ({b}, {h}, {t}, {d}) 的张量上做一次窗口为 {window} 的注意力，分块大小 {block}："
+                "分块掩码只访问对角线及其下方 {causal} 个分块中的 {visited} 个。编译后耗时 {flex:.1f} 毫秒；"
+                "同一个内核访问全部因果分块时 {all_tiles:.1f} 毫秒（是前者的 {skip:.1f} 倍）；"
+                "SDPA 加布尔窗口掩码 {mask:.1f} 毫秒（是前者的 {dense:.1f} 倍）；不加窗口的因果 SDPA {sdpa:.1f} 毫秒。").format(**values)
+    return ("FlexAttention, one call on ({b}, {h}, {t}, {d}) with a window of {window} in tiles of {block}: the block mask "
+            "visits {visited} of the {causal} tiles on or below the diagonal. Compiled: {flex:.1f} ms; the same kernel "
+            "visiting every causal tile: {all_tiles:.1f} ms ({skip:.1f}x as long); SDPA with a boolean window mask: "
+            "{mask:.1f} ms ({dense:.1f}x as long); causal SDPA without a window: {sdpa:.1f} ms.").format(**values)

@@ -262,9 +262,9 @@ def traps(index: dict, length: int, language: str) -> str:
     )
 
 
-def update_readme(section: str, readme: Path = ROOT / "README.md") -> None:
-    """Replace what lies between the bench markers of the README, keeping the markers."""
-    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+def update_readme(section: str, readme: Path = ROOT / "README.md", name: str = "bench") -> None:
+    """Replace what lies between the README's markers <!-- name:start --> and <!-- name:end -->, keeping the markers."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     head, rest = readme.read_text(encoding="utf-8").split(start, 1)
     _, tail = rest.split(end, 1)
     readme.write_text(f"{head}{start}\n{section}\n{end}{tail}", encoding="utf-8")
