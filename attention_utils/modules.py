@@ -26,7 +26,7 @@ from .devices import check_fits
 from .functional import attend, causal_mask, future
 from .grouped_query import check_kv_heads
 from .kv_cache import LayerCache, check_layer_cache
-from .rotary import _check_base, _check_head_dim, _check_layout, apply_rotary, check_rotary_heads
+from .rotary import apply_rotary, check_rotary_heads
 from .sliding_window import check_window, hidden_by_window
 
 FLOAT_BYTES = 4  # the default dtype, float32
@@ -284,8 +284,7 @@ class FusedMultiHeadAttention(nn.Module):
         self.dropout = check_rate(dropout)  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
         self.num_kv_heads = num_heads if num_kv_heads is None else check_kv_heads(num_heads, num_kv_heads)
         if rotary_base is not None:  # pairs of features per head, a base above 1, a known layout
-            rotary_base, rotary_layout = _check_base(rotary_base), _check_layout(rotary_layout)
-            _check_head_dim(self.head_dim)
+            rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
         self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
         self.window, self.sinks = check_window(window, sinks)
         # rows: the queries of every head, then the keys and the values of the key/value heads (3 * d_out without groups)
