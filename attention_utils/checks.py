@@ -68,6 +68,7 @@ Speed: the finite check is one `sum` reduction (a finite sum proves every entry 
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections.abc import Sequence
@@ -168,7 +169,7 @@ def _check_floating(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> No
         )
         integer = kind_en == "integers"
         hint_en = " (torch.tensor([[1, 2, 3]]) stores integers; write 1.0, 2.0, 3.0 or add dtype=torch.float32)"
-        hint_zh = "；如果是 torch.tensor([[1, 2, 3]]) 这样创建的，请写成 1.0、2.0、3.0，或加上 dtype=torch.float32"
+        hint_zh = "；如果是用 torch.tensor([[1, 2, 3]]) 这样创建的，也可以写成 1.0、2.0、3.0，或加上 dtype=torch.float32"
         raise TypeError(
             bilingual(
                 f"`{name}` holds {kind_en} ({x.dtype}), but attention needs floating-point numbers; "
@@ -260,6 +261,44 @@ def check_size(value: object, name: str, minimum: int = 1) -> int:
     return number
 
 
+LARGEST_SEED = 2**64 - 1  # torch.manual_seed takes at most this
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """Check that a seed is a whole number from 0 to 2**64 - 1, the range torch.manual_seed takes."""
+    seed = check_size(seed, name, minimum=0)
+    if seed > LARGEST_SEED:
+        raise ValueError(
+            bilingual(
+                f"{name} must be at most 2**64 - 1 = {LARGEST_SEED}, got {seed}; any smaller whole number will do.",
+                f"{name} 不能超过 2**64 - 1 = {LARGEST_SEED}，实际是 {seed}；换一个更小的整数即可。",
+            )
+        )
+    return seed
+
+
+def check_real(value: object, name: str, example: str, positive: bool = False) -> float:
+    """Check that `value` is a finite real number (numpy and 0-d torch numbers count), > 0 with `positive`."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype != torch.bool and not value.is_complex():
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            bilingual(
+                f"{name} must be a number, got {value!r} ({type(value).__name__}); for example {name}={example}.",
+                f"{name} 必须是一个数，实际是 {value!r}（{type(value).__name__}）；例如 {name}={example}。",
+            )
+        )
+    if not math.isfinite(value) or (positive and value <= 0):
+        above_en, above_zh = (" greater than 0", "大于 0 的") if positive else ("", "")
+        raise ValueError(
+            bilingual(
+                f"{name} must be a finite number{above_en}, got {value}; for example {name}={example}.",
+                f"{name} 必须是{above_zh}有限的数，实际是 {value}；例如 {name}={example}。",
+            )
+        )
+    return float(value)
+
+
 def check_index(value: object, name: str, count: int, counted_zh: str, from_end: bool = False) -> int:
     """Check that `value` picks one of `count` things (0 .. count-1; with from_end, -count .. -1 too).
 
@@ -317,48 +356,6 @@ def check_no_overflow(result: torch.Tensor, names: Sequence[str] = ("queries", "
             f"are too large for this dtype; scale them down, or compute in {wider} ({convert}).",
             f"注意力分数超出了 {result.dtype} 的表示范围（某个点积超过了 {limit:.3g}）：对这种类型来说，"
             f"`queries` 和 `keys` 的数值太大了；请把它们缩小，或改用 {wider} 计算（{convert}）。",
-        )
-    )
-
-
-def check_weights(module: torch.nn.Module) -> None:
-    """Refuse a module whose weights hold NaN or inf: what a training run that diverged leaves behind."""
-    for name, weight in module.named_parameters():
-        if weight.numel() and not cannot_read(weight) and not torch.isfinite(weight.detach().sum()):
-            if not torch.isfinite(weight.detach()).all():
-                kind = type(module).__name__
-                raise ValueError(
-                    bilingual(
-                        f"The weights of {kind} hold NaN or inf ({name}); a training run that diverged leaves "
-                        "weights like these: restore a snapshot from before it, or build the model again, and "
-                        "train with a lower learning_rate.",
-                        f"{kind} 的权重里有 NaN 或 inf（{name}）；训练发散后就会留下这样的权重："
-                        "请恢复发散之前的快照，或重新创建模型，再用更小的 learning_rate 训练。",
-                    )
-                )
-
-
-def check_result(module: torch.nn.Module, result: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
-    """A module's result from finite input: NaN or inf come from its weights or from an overflow; say which."""
-    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()) or torch.isfinite(result).all():
-        return result
-    check_weights(module)
-    sizes = [(name, float(w.detach().abs().max())) for name, w in module.named_parameters() if w.numel()]
-    weight_name, largest = max(sizes, key=lambda pair: pair[1], default=("-", 0.0))
-    seen_en = seen_zh = ""
-    if x is not None and x.is_floating_point() and x.numel():
-        seen_en, seen_zh = f"largest |x| {float(x.abs().max()):.3g}, ", f"|x| 最大为 {float(x.abs().max()):.3g}，"
-    kind, limit = type(module).__name__, torch.finfo(result.dtype).max
-    wider, method = _wider(result.dtype)
-    raise ValueError(
-        bilingual(
-            f"The output of {kind} overflowed {result.dtype} (a value beyond {limit:.3g}) although its input is finite: "
-            f"the input and the weights together are too large for this dtype ({seen_en}largest weight {largest:.3g} in "
-            f"{weight_name}). Scale the input down, restore the weights from before a training run diverged, or "
-            f"compute in {wider} (x.{method}(), module.{method}()).",
-            f"{kind} 的输出超出了 {result.dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的："
-            f"对这种类型来说，输入和权重合起来太大了（{seen_zh}权重最大为 {largest:.3g}，在 {weight_name} 中）。"
-            f"请把输入缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（x.{method}()、module.{method}()）。",
         )
     )
 

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_result, check_size, check_weights
+from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_size
 from .devices import check_fits
-from .modules import FLOAT_BYTES, MultiHeadAttention
+from .modules import FLOAT_BYTES, MultiHeadAttention, check_result, check_weights
 
 POSITION_KINDS = ("learned", "sinusoidal", "none")
 
@@ -35,36 +35,40 @@ def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     return table
 
 
-def check_tokens(tokens: object, vocab_size: int, context_length: int, device: torch.device | None = None) -> torch.Tensor:
+def check_tokens(
+    tokens: object, vocab_size: int, context_length: int, device: torch.device | None = None, name: str = "tokens"
+) -> torch.Tensor:
     """Token ids must be an integer tensor (b, T) on the model's device, 0 <= id < vocab_size, T <= context_length."""
     integer = isinstance(tokens, torch.Tensor) and not tokens.is_floating_point() and not tokens.is_complex()
     if not integer or tokens.dtype == torch.bool:
         kind = tokens.dtype if isinstance(tokens, torch.Tensor) else type(tokens).__name__
         raise TypeError(
             bilingual(
-                f"tokens must be an integer tensor of token ids, got {kind}; use tasks.encode('abc', vocab_size).",
-                f"tokens 必须是由词元编号组成的整数张量，实际是 {kind}；请用 tasks.encode('abc', vocab_size) 生成。",
+                f"{name} must be an integer tensor of token ids, got {kind}; use tasks.encode('abc', vocab_size).",
+                f"{name} 必须是由词元编号组成的整数张量，实际是 {kind}；请用 tasks.encode('abc', vocab_size) 生成。",
             )
         )
     if device is not None and tokens.device != device:
         raise TypeError(
             bilingual(
-                f"tokens are on {tokens.device} but the model is on {device}; move them with tokens.to('{device}').",
-                f"tokens 在 {tokens.device} 上，而模型在 {device} 上；请用 tokens.to('{device}') 移过去。",
+                f"{name} are on {tokens.device} but the model is on {device}; move them with {name}.to('{device}').",
+                f"{name} 在 {tokens.device} 上，而模型在 {device} 上；请用 {name}.to('{device}') 移过去。",
             )
         )
     if tokens.dim() != 2 or not tokens.shape[1] <= context_length:
         raise ValueError(
             bilingual(
-                f"tokens must have shape (batch, T) with T <= context_length={context_length}, got {tuple(tokens.shape)}.",
-                f"tokens 的形状应为 (batch, T)，且 T <= context_length={context_length}，实际是 {tuple(tokens.shape)}。",
+                f"{name} must have shape (batch, T) with T <= context_length={context_length}, got {tuple(tokens.shape)}.",
+                f"{name} 的形状应为 (batch, T)，且 T <= context_length={context_length}，实际是 {tuple(tokens.shape)}。",
             )
         )
     if tokens.numel() and not cannot_read(tokens) and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(
             bilingual(
-                f"token ids must lie in 0..{vocab_size - 1}, got values from {int(tokens.min())} to {int(tokens.max())}.",
-                f"词元编号应在 0 到 {vocab_size - 1} 之间，实际范围是 {int(tokens.min())} 到 {int(tokens.max())}。",
+                f"{name} must hold token ids from 0 to {vocab_size - 1} (vocab_size={vocab_size}), got values from "
+                f"{int(tokens.min())} to {int(tokens.max())}.",
+                f"{name} 里的词元编号应在 0 到 {vocab_size - 1} 之间（vocab_size={vocab_size}），实际范围是 "
+                f"{int(tokens.min())} 到 {int(tokens.max())}。",
             )
         )
     return tokens.long()  # nn.Embedding reads int64 (or int32) ids; uint8 and int16 ids are fine too
