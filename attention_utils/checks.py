@@ -4,66 +4,76 @@ The contract of the package, argument by argument. Each rule is checked before a
 effect; a broken rule raises `TypeError` (wrong kind of thing) or `ValueError` (right kind, wrong
 size or value), and the message has two lines, English then Chinese, both naming the argument the
 caller passed (`d_model` for the tiny model, `block_size` for tiled attention, never an inner name).
+A value echoed in a message is shown on one line (a tensor by its dtype and shape).
 
-Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`):
+Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`, `logits`):
     a `torch.Tensor`, else TypeError ("convert it with torch.tensor(..., dtype=torch.float32)";
-    a numpy array gets "torch.from_numpy(x).float()");
-    floating point, else TypeError: integers (`torch.tensor([[1, 2, 3]])`) get "x.float()";
-    bool and complex tensors are refused too;
-    in a module, the same dtype and device as the module's weights, else TypeError ("x.float()",
-    "module.double()", "x.to(...)"); in the functional API and tiled attention, queries, keys and
-    values share one dtype and one device, else TypeError;
-    of an allowed rank, else ValueError (modules: `x` is (batch, num_tokens, d_in); the single-head
-    V1/V2 also take (num_tokens, d_in)); with last dimension d_in, else ValueError;
-    finite, else ValueError. Attention scores may hold -inf (a hidden position) but not NaN or +inf;
-    a row of scores that is -inf everywhere gets zero weights (stable_softmax, online_softmax).
+    a numpy array gets "torch.from_numpy(x).float()"); floating point, else TypeError: integers
+    (`torch.tensor([[1, 2, 3]])`) get "x.float()"; bool and complex tensors are refused too;
+    in a module, the same dtype and device as the module's weights, else TypeError; in the
+    functional API and tiled attention, queries, keys and values share one dtype and one device;
+    of an allowed rank and last dimension, else ValueError (modules: `x` is (batch, num_tokens,
+    d_in); V1/V2 also take (num_tokens, d_in); split_heads, project_heads and combine_heads want
+    the last dimension d_out, d_in and head_dim, and `context` is (batch, num_heads, T, head_dim));
+    finite, else ValueError. Scores may hold -inf (a hidden position), not NaN or +inf; a row of
+    scores that is -inf everywhere gets zero weights (stable_softmax, online_softmax).
     Empty sizes are valid: batch 0, 0 tokens, 1 token and num_tokens == context_length all work;
-    no keys at all gives zero context vectors, and head size 0 gives scores of 0, so uniform weights
-    (both as in torch's SDPA).
-Public helper methods (`split_heads`, `project_heads`, `combine_heads`): their input follows the
-    tensor rules, with the last dimension d_out, d_in and head_dim, and `context` (batch, num_heads,
-    num_tokens, head_dim).
-Token ids (`tokens`): an integer tensor (batch, T) with T <= context_length, on the model's device,
-    ids in 0 .. vocab_size - 1; else TypeError (kind, device) or ValueError (shape, range).
+    no keys at all gives zero context vectors, and head size 0 gives scores of 0, so uniform
+    weights (both as torch's SDPA). naive_softmax and sum_normalize raise ValueError where their
+    formula gives NaN (exp overflowed, a sum of 0), and point to stable_softmax.
+Token ids (`tokens`, a batch's `inputs` and `targets`): an integer tensor (batch, T), T at most
+    context_length, ids in 0 .. vocab_size - 1, on the model's device; else TypeError (kind,
+    device) or ValueError (shape, range). encode takes a non-empty string of the first vocab_size
+    letters; decode takes ids 0..25 as a tensor, numpy array, list or int.
+Batches (`batch` of accuracy, a task's output): (inputs, targets, scored), scored a boolean mask
+    (an integer mask would pick rows) with at least one True, all three of one shape.
 Sizes (`d_in`, `d_out`, `d_model`, `context_length`, `num_heads`, `num_layers`, `vocab_size`,
-    `batch_size`, `num_tokens`, `block_size`, `dim` of a table):
-    an integer (Python, numpy or 0-d torch integer), else TypeError; `True`/`False` are refused;
-    at least 1 (0 where an empty result makes sense: `num_tokens`, `batch_size`, `num_positions`),
-    else ValueError; `d_out` (and a model's `d_model`) must be a multiple of `num_heads`, else
-    ValueError; the tensors a size asks for must fit in the device's memory, else ValueError that
-    says how large the size can be here (torch would fail in English, or the system would kill
-    the process later).
-Indices and dims (`layer`, `head`, `dim`): an integer as for sizes, else TypeError; within range,
-    else ValueError that gives the range.
+    `length`, `batch_size`, `num_tokens`, `block_size`, `steps`, `snapshots`, `threads`, `dim` of
+    a table): an integer (Python, numpy or 0-d torch integer), else TypeError; True/False are
+    refused; at least 1 (0 where an empty result makes sense: `num_tokens`, `batch_size` of
+    example_batch, `num_positions`), else ValueError; `d_out` and `d_model` multiples of
+    `num_heads`; the tensors a size asks for must fit in the device's memory, else ValueError that
+    says how large it can be here; sizes that cost time are bounded too (steps <= 1,000,000,
+    layers or wrapper heads <= 1024, threads <= 1024), so a slip never leaves a notebook running.
+Seeds (`seed`): an integer from 0 to 2**64 - 1. Generators (`generator` of a task's batch): a CPU
+    torch.Generator, never None (the global random state would break reproducibility).
+Indices (`layer`, `head`, `index`, `dim`, `highlight`, `angle_between`): an integer as for sizes,
+    within range (`index` may count from the end), else ValueError that gives the range.
 Devices (`device`): None, a string, a torch.device or an accelerator index naming a device this
     machine has, else ValueError listing the ones it has ('cpu', 'cuda:0', ..., 'meta').
-Rates (`dropout`, `dropout_p`): a real number (numpy and 0-d torch numbers count), else TypeError
-    (strings, None and bools are refused); in [0, 1), else ValueError. A module checks its rate
-    again in every forward, so a rate changed after construction is caught where it is used.
-Flags (`qkv_bias`, `training`, `causal`, `return_weights`): True or False (numpy and 0-d torch
-    booleans count), else TypeError.
+Rates (`dropout`, `dropout_p`): a real number (numpy and 0-d torch numbers count), else TypeError;
+    in [0, 1), else ValueError; a module checks its rate again in every forward. `learning_rate`:
+    a finite real number > 0.
+Flags (`qkv_bias`, `training`, `causal`, `return_weights`, `annotate`, `quick`): True or False
+    (numpy and 0-d torch booleans count), else TypeError. `progress` may also be a tqdm bar.
 Masks: a boolean tensor, True = hide, on the input's device, else TypeError. `mask` must broadcast
-    TO the scores' shape without enlarging it, else ValueError. `padding_mask` must be exactly
-    (batch, num_tokens).
+    TO the scores' shape without enlarging it; `padding_mask` must be exactly (batch, num_tokens).
+Models and tasks: training needs a TinyAttentionModel holding values (not on meta) with a
+    trainable parameter, and a task object with a batch method whose vocabulary and length fit
+    the model. A snapshot fits only a model of the same sizes and causal setting.
+Plots: labels and titles are strings; `titles`, tick labels and `labels` give one per panel, key,
+    query or vector; `figsize` positive numbers; `vmin <= vmax`; `cmap` a known colour map;
+    `vectors` finite; at most 100 panels.
 Fully masked rows: a query that may look at no key gets zero attention weights and a zero context
-    vector, in every function and module of the package (the same as torch's
-    `scaled_dot_product_attention`). A row of NaN would spread to every gradient through the
-    shared weights; zeros keep the output defined and every gradient finite. Lesson 5 shows the
+    vector, in every function and module (the same as torch's `scaled_dot_product_attention`).
+    A row of NaN would spread to every gradient through the shared weights. Lesson 5 shows the
     NaN the plain softmax gives and why; lesson 8 shows SDPA doing the same as the package.
 Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
-    hundred, float32 inputs near 1e19); `attention_scores`, `scaled_dot_product_attention` and
-    `tiled_attention` then raise ValueError naming the dtype instead of returning inf or NaN.
-Modules check their result (after `out_proj`, and the QKV projection of the fused module, whose
-    kernel may turn NaN into zeros): NaN or inf from a finite input means either weights that hold
-    NaN or inf (what a training run that diverged leaves), and the ValueError names that weight
-    (`layers.1.W_key.weight`), or an overflow, and it names the dtype and the largest weight.
-    `from_multihead` refuses a source whose mask is not the causal mask. `predict` gives the
-    model its train/eval mode back, even when it refuses the tokens.
+    hundred, float32 inputs near 1e19); attention_scores, scaled_dot_product_attention and
+    tiled_attention then raise ValueError naming the dtype instead of returning inf or NaN.
+Results of modules (after `out_proj`, and the QKV projection of the fused module, whose kernel may
+    turn NaN into zeros): NaN or inf from a finite input means weights that hold NaN or inf (what
+    a diverged training run leaves; the ValueError names the weight, `layers.1.W_key.weight`) or
+    an overflow (it names the dtype and the largest weight). from_multihead refuses a source
+    whose mask is not causal; predict gives the model its train/eval mode back, even on an error.
+Training that diverges (the loss or the weights stop being finite) raises TrainingDiverged, a
+    ValueError: "training diverged at step N: lower learning_rate", the weights from before the
+    run restored, the losses so far on `error.run`.
 Speed: the finite check is one `sum` reduction (a finite sum proves every entry finite); only when
     that sum is not finite does an exact pass decide. A module checks its input and its result,
-    never the (T, T) scores. The checks that read values on the host are skipped under
-    `torch.compile` (they would split the graph), on the meta device (no values) and inside
-    `torch.vmap` (Python cannot branch on a batched value); the checks of types and shapes remain.
+    never the (T, T) scores. Checks that read values on the host are skipped under torch.compile
+    (they would split the graph), on the meta device (no values) and inside torch.vmap (Python
+    cannot branch on a batched value); the checks of types and shapes remain.
 """
 
 from __future__ import annotations
@@ -80,6 +90,22 @@ import torch
 def bilingual(english: str, chinese: str) -> str:
     """Join an English and a Chinese sentence into the two-line message used across the package."""
     return f"{english}\n{chinese}"
+
+
+def shown(value: object, chinese: bool = False) -> str:
+    """A value as one short line for a message: tensors and arrays by shape and dtype, long text cut.
+
+    The English line shows text with ascii(), so a Chinese string passed by mistake stays out of it.
+    """
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim > 0:
+        if chinese:
+            kind = "张量" if isinstance(value, torch.Tensor) else "numpy 数组"
+            return f"{value.dtype} {kind}，形状为 {tuple(value.shape)}"
+        kind = "tensor" if isinstance(value, torch.Tensor) else "numpy array"
+        return f"a {value.dtype} {kind} of shape {tuple(value.shape)}"
+    text = " ".join((repr(value) if chinese else ascii(value)).split())
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text if isinstance(value, (str, torch.Tensor, np.ndarray)) else f"{text} ({type(value).__name__})"
 
 
 def cannot_read(x: torch.Tensor) -> bool:
@@ -228,8 +254,8 @@ def _whole_number(value: object, name: str, role_en: str = "sizes", role_zh: str
     if isinstance(value, (bool, np.bool_)) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
         raise TypeError(
             bilingual(
-                f"{name} must be an integer, got {value!r}; True and False are not {role_en}.",
-                f"{name} 必须是整数，实际是 {value!r}；True 和 False 不能当作{role_zh}。",
+                f"{name} must be an integer, got {shown(value)}; True and False are not {role_en}.",
+                f"{name} 必须是整数，实际是 {shown(value, True)}；True 和 False 不能当作{role_zh}。",
             )
         )
     try:
@@ -237,18 +263,20 @@ def _whole_number(value: object, name: str, role_en: str = "sizes", role_zh: str
     except (TypeError, RuntimeError):  # RuntimeError: a tensor of more than one value, or one on meta
         as_int = f"; write {int(value)}" if isinstance(value, float) and value.is_integer() else ""
         as_int_zh = f"；请写成 {int(value)}" if as_int else ""
-        shown = f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) and value.dim() else repr(value)
-        shown_zh = f"形状为 {tuple(value.shape)} 的张量" if isinstance(value, torch.Tensor) and value.dim() else repr(value)
         raise TypeError(
             bilingual(
-                f"{name} must be an integer, got {shown} ({type(value).__name__}){as_int}.",
-                f"{name} 必须是整数，实际是 {shown_zh}（{type(value).__name__}）{as_int_zh}。",
+                f"{name} must be an integer, got {shown(value)}{as_int}.",
+                f"{name} 必须是整数，实际是 {shown(value, True)}{as_int_zh}。",
             )
         ) from None
 
 
-def check_size(value: object, name: str, minimum: int = 1) -> int:
-    """Check that a size is an integer of at least `minimum` (numpy and 0-d torch integers count)."""
+def check_size(value: object, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """Check that a size is an integer of at least `minimum` (numpy and 0-d torch integers count).
+
+    `maximum` bounds sizes that cost time rather than memory (steps, layers, heads built one by one),
+    so that a slip of the finger gets an answer instead of a notebook that never finishes.
+    """
     number = _whole_number(value, name)
     if number < minimum:
         at_least_zh = "正整数" if minimum == 1 else f"不小于 {minimum} 的整数"
@@ -256,6 +284,13 @@ def check_size(value: object, name: str, minimum: int = 1) -> int:
             bilingual(
                 f"{name} must be an integer of at least {minimum}, got {number}.",
                 f"{name} 必须是{at_least_zh}，实际是 {number}。",
+            )
+        )
+    if maximum is not None and number > maximum:
+        raise ValueError(
+            bilingual(
+                f"{name} must be at most {maximum:,} here, got {number:,}; more would take hours on a laptop.",
+                f"{name} 在这里不能超过 {maximum:,}，实际是 {number:,}；再多在笔记本电脑上要算好几个小时。",
             )
         )
     return number
@@ -284,8 +319,8 @@ def check_real(value: object, name: str, example: str, positive: bool = False) -
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(
             bilingual(
-                f"{name} must be a number, got {value!r} ({type(value).__name__}); for example {name}={example}.",
-                f"{name} 必须是一个数，实际是 {value!r}（{type(value).__name__}）；例如 {name}={example}。",
+                f"{name} must be a number, got {shown(value)}; for example {name}={example}.",
+                f"{name} 必须是一个数，实际是 {shown(value, True)}；例如 {name}={example}。",
             )
         )
     if not math.isfinite(value) or (positive and value <= 0):
@@ -378,8 +413,8 @@ def check_rate(p: object, name: str = "dropout") -> float:
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
         raise TypeError(
             bilingual(
-                f"{name} must be a number in [0, 1), got {p!r} ({type(p).__name__}); for example {name}=0.1.",
-                f"{name} 必须是 [0, 1) 区间内的数，实际是 {p!r}（{type(p).__name__}）；例如 {name}=0.1。",
+                f"{name} must be a number in [0, 1), got {shown(p)}; for example {name}=0.1.",
+                f"{name} 必须是 [0, 1) 区间内的数，实际是 {shown(p, True)}；例如 {name}=0.1。",
             )
         )
     if not 0.0 <= p < 1.0:
@@ -399,8 +434,8 @@ def check_flag(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(
             bilingual(
-                f"{name} must be True or False, got {value!r}.",
-                f"{name} 只能是 True 或 False，实际是 {value!r}。",
+                f"{name} must be True or False, got {shown(value)}.",
+                f"{name} 只能是 True 或 False，实际是 {shown(value, True)}。",
             )
         )
     return bool(value)

@@ -46,7 +46,8 @@ def sliding_window_pairs(token_ids: list[int], context_length: int) -> list[tupl
     This is how a next-token predictor is trained, and why it must never see the future.
     """
     context_length = check_size(context_length, "context_length")
-    ids = token_ids.tolist() if isinstance(token_ids, (torch.Tensor, np.ndarray)) else token_ids
+    readable = isinstance(token_ids, np.ndarray) or (isinstance(token_ids, torch.Tensor) and not token_ids.is_meta)
+    ids = token_ids.tolist() if readable else token_ids
     whole = isinstance(ids, (list, tuple)) and all(
         isinstance(t, numbers.Integral) and not isinstance(t, (bool, np.bool_)) for t in ids)
     if not whole:

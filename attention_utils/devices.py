@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checks import bilingual
+from .checks import bilingual, shown
 
 
 def device_counts() -> dict[str, int]:
@@ -34,8 +34,8 @@ def check_device(device: object, name: str = "device") -> torch.device | None:
     if isinstance(device, bool) or not isinstance(device, (str, torch.device, int)):
         raise TypeError(
             bilingual(
-                f"{name} must be a string such as 'cpu' or a torch.device, got {device!r} ({type(device).__name__}).",
-                f"{name} 必须是 'cpu' 这样的字符串或 torch.device，实际是 {device!r}（{type(device).__name__}）。",
+                f"{name} must be a string such as 'cpu' or a torch.device, got {shown(device)}.",
+                f"{name} 必须是 'cpu' 这样的字符串或 torch.device，实际是 {shown(device, True)}。",
             )
         )
     counts = device_counts()
@@ -48,9 +48,9 @@ def check_device(device: object, name: str = "device") -> torch.device | None:
                 for kind, count in counts.items() for i in range(count)]
         raise ValueError(
             bilingual(
-                f"{name}={device!r} is not a device this machine has; here you can use "
+                f"{name}={shown(device)} is not a device this machine has; here you can use "
                 f"{', '.join(repr(d) for d in here)}.",
-                f"{name}={device!r} 不是这台机器上的设备；这里可以用 {'、'.join(repr(d) for d in here)}。",
+                f"{name}={shown(device, True)} 不是这台机器上的设备；这里可以用 {'、'.join(repr(d) for d in here)}。",
             )
         )
     return parsed

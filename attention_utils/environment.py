@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from .checks import bilingual, check_flag, check_seed, check_size
+from .checks import bilingual, check_flag, check_seed, check_size, shown
 from .language import LANGUAGES
 
 # Large reductions depend on the number of threads; pinning it keeps printed digits the same
@@ -34,11 +34,11 @@ def setup(seed: int = 123, threads: int = DEFAULT_THREADS, language: str = "en",
                 "线程比核心多只会互相等待。",
             )
         )
-    if language not in LANGUAGES:
-        raise ValueError(
+    if not isinstance(language, str) or language not in LANGUAGES:
+        raise (ValueError if isinstance(language, str) else TypeError)(
             bilingual(
-                f"language must be 'en' or 'zh', got {language!r}.",
-                f"language 只能是 'en' 或 'zh'，实际是 {language!r}。",
+                f"language must be 'en' or 'zh', got {shown(language)}.",
+                f"language 只能是 'en' 或 'zh'，实际是 {shown(language, True)}。",
             )
         )
     from .plotting import set_language  # plotting imports matplotlib: keep it out of the package import

@@ -26,6 +26,7 @@ from .devices import check_fits
 from .functional import attend, causal_mask, future
 
 FLOAT_BYTES = 4  # the default dtype, float32
+MOST_MODULES = 1024  # heads of a wrapper, layers of a model: each is built one by one (about 10 s for 1000)
 
 
 def check_sizes(**sizes: object) -> list[int]:
@@ -181,7 +182,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        num_heads = check_size(num_heads, "num_heads")
+        num_heads = check_size(num_heads, "num_heads", maximum=MOST_MODULES)
         check_sizes(d_in=d_in, d_out=d_out, context_length=context_length)
         check_fits(num_heads, "num_heads", lambda h: h * FLOAT_BYTES * (3 * d_in * d_out + context_length**2))
         self.heads = nn.ModuleList(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import numbers
 from collections.abc import Iterator, Sequence
 
 import matplotlib
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 from matplotlib import font_manager
 
-from .checks import bilingual, check_flag, check_index, check_real
+from .checks import bilingual, check_flag, check_index, check_real, shown
 from .language import LANGUAGES, choose_language, get_language, text  # noqa: F401 (lessons import text from here)
 
 BUNDLED_FONT_PACKAGE = "pylopdf_fonts_zh_cn"
@@ -136,15 +137,31 @@ def _as_real_tensor(data: object, name: str, shape_en: str, shape_zh: str) -> to
     return data.detach().cpu().double()
 
 
+def _listed(value: object) -> bool:
+    """A list, tuple, numpy array or tensor of things; a string or a single (0-d) number is not."""
+    if isinstance(value, (str, bytes)) or (isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0):
+        return False
+    return hasattr(value, "__len__") and hasattr(value, "__iter__")
+
+
 def _check_labels(labels: object, count: int, name: str, what_en: str, what_zh: str) -> list[str] | None:
     """None, or one label per item: a list, tuple or numpy array (a string is not a list of labels)."""
     if labels is None:
         return None
-    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__") or not hasattr(labels, "__iter__"):
+    if not _listed(labels):
         raise TypeError(
             bilingual(
                 f"{name} must be a list with one label per {what_en}, got {type(labels).__name__}.",
                 f"{name} 必须是列表，每个{what_zh}一个标签，实际是 {type(labels).__name__}。",
+            )
+        )
+    single = (lambda label: isinstance(label, (str, numbers.Number))
+              or (isinstance(label, (torch.Tensor, np.ndarray)) and label.ndim == 0 and not getattr(label, "is_meta", False)))
+    if not all(single(label) for label in labels):
+        raise TypeError(
+            bilingual(
+                f"{name} must hold strings (or numbers), one per {what_en}, not lists or tensors.",
+                f"{name} 里应当是字符串（或数），每个{what_zh}一个，而不是列表或张量。",
             )
         )
     if len(labels) != count:
@@ -154,7 +171,7 @@ def _check_labels(labels: object, count: int, name: str, what_en: str, what_zh: 
                 f"{name} 必须每个{what_zh}一个标签：需要 {count} 个，实际给了 {len(labels)} 个。",
             )
         )
-    return [str(label) for label in labels]
+    return [str(label.item()) if isinstance(label, (torch.Tensor, np.ndarray)) else str(label) for label in labels]
 
 
 def _check_text(value: object, name: str, optional: bool = False) -> None:
@@ -175,8 +192,8 @@ def _check_figsize(figsize: object) -> tuple[float, float] | None:
     if not isinstance(figsize, (tuple, list)) or len(figsize) != 2:
         raise TypeError(
             bilingual(
-                f"figsize must be (width, height) in inches, for example figsize=(6, 4), got {figsize!r}.",
-                f"figsize 必须是以英寸为单位的 (宽, 高)，例如 figsize=(6, 4)，实际是 {figsize!r}。",
+                f"figsize must be (width, height) in inches, for example figsize=(6, 4), got {shown(figsize)}.",
+                f"figsize 必须是以英寸为单位的 (宽, 高)，例如 figsize=(6, 4)，实际是 {shown(figsize, True)}。",
             )
         )
     sides = [check_real(side, "figsize", "(6, 4)", positive=True) for side in figsize]
@@ -211,8 +228,8 @@ def _check_cmap(cmap: object) -> object:
         return cmap
     raise ValueError(
         bilingual(
-            f"cmap must name a matplotlib colour map such as 'Blues' or 'viridis', got {cmap!r}.",
-            f"cmap 必须是 matplotlib 的颜色映射名，例如 'Blues' 或 'viridis'，实际是 {cmap!r}。",
+            f"cmap must name a matplotlib colour map such as 'Blues' or 'viridis', got {shown(cmap)}.",
+            f"cmap 必须是 matplotlib 的颜色映射名，例如 'Blues' 或 'viridis'，实际是 {shown(cmap, True)}。",
         )
     )
 
@@ -241,9 +258,9 @@ def show_heatmaps(
     if data.dim() != 4 or 0 in data.shape:
         raise ValueError(
             bilingual(
-                f"show_heatmaps expects a 4-d tensor (rows, cols, queries, keys) with no empty side, got shape "
-                f"{tuple(data.shape)}; wrap a single matrix as m[None, None].",
-                f"show_heatmaps 需要形状为 (行, 列, 查询, 键) 且每一维都不为空的 4 维张量，实际形状是 "
+                f"show_heatmaps expects `matrices` as a 4-d tensor (rows, cols, queries, keys) with no empty side, "
+                f"got shape {tuple(data.shape)}; wrap a single matrix as m[None, None].",
+                f"show_heatmaps 需要的 `matrices` 是形状为 (行, 列, 查询, 键) 且每一维都不为空的 4 维张量，实际形状是 "
                 f"{tuple(data.shape)}；单个矩阵请写成 m[None, None]。",
             )
         )
@@ -313,8 +330,8 @@ def plot_vectors_3d(
     if data.dim() != 2 or data.shape[-1] != 3 or data.shape[0] == 0:
         raise ValueError(
             bilingual(
-                f"plot_vectors_3d expects a tensor of shape (n, 3), one vector per row, got {tuple(data.shape)}.",
-                f"plot_vectors_3d 需要形状为 (n, 3) 的张量，每行一个向量，实际是 {tuple(data.shape)}。",
+                f"plot_vectors_3d expects `vectors` of shape (n, 3), one vector per row, got {tuple(data.shape)}.",
+                f"plot_vectors_3d 需要的 `vectors` 是形状为 (n, 3) 的张量，每行一个向量，实际是 {tuple(data.shape)}。",
             )
         )
     if not torch.isfinite(data).all() or data.abs().max() > 1e150:
@@ -389,11 +406,11 @@ def plot_vectors_3d(
 
 def _check_pair(pair: object, data: torch.Tensor) -> tuple[int, int]:
     """Two indices of vectors that have a length, so the angle between them exists."""
-    if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+    if not _listed(pair) or len(pair) != 2:
         raise TypeError(
             bilingual(
-                f"angle_between must be a pair of vector indices such as (0, 1), got {pair!r}.",
-                f"angle_between 必须是两个向量下标组成的一对，例如 (0, 1)，实际是 {pair!r}。",
+                f"angle_between must be a pair of vector indices such as (0, 1), got {shown(pair)}.",
+                f"angle_between 必须是两个向量下标组成的一对，例如 (0, 1)，实际是 {shown(pair, True)}。",
             )
         )
     first, second = (check_index(i, "angle_between", len(data), "向量数") for i in pair)

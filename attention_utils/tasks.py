@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .checks import bilingual, check_size
+from .checks import bilingual, check_size, shown
 from .devices import check_fits
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -165,8 +165,8 @@ def encode(text: str, vocab_size: int) -> torch.Tensor:
         lower_zh = "（小写）" if lower else ""
         raise ValueError(
             bilingual(
-                f"text may hold the letters a to {allowed[-1]} only{lower}; not allowed: {unknown!r}.",
-                f"text 只能包含 a 到 {allowed[-1]} 的字母{lower_zh}；不允许的字符：{unknown!r}。",
+                f"text may hold the letters a to {allowed[-1]} only{lower}; not allowed: {shown(unknown)}.",
+                f"text 只能包含 a 到 {allowed[-1]} 的字母{lower_zh}；不允许的字符：{shown(unknown, True)}。",
             )
         )
     return torch.tensor([[allowed.index(letter) for letter in text]])

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_size
+from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_size, shown
 from .devices import check_fits
-from .modules import FLOAT_BYTES, MultiHeadAttention, check_result, check_weights
+from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention, check_result, check_weights
 
 POSITION_KINDS = ("learned", "sinusoidal", "none")
 
@@ -88,22 +88,22 @@ class TinyAttentionModel(nn.Module):
         causal: bool = True,
     ) -> None:
         super().__init__()
-        self.vocab_size = check_size(vocab_size, "vocab_size")
-        self.context_length = check_size(context_length, "context_length")
+        self.vocab_size = vocab_size = check_size(vocab_size, "vocab_size")
+        self.context_length = context_length = check_size(context_length, "context_length")
         d_model = check_size(d_model, "d_model")
         num_heads = check_size(num_heads, "num_heads")
         check_heads(d_model, num_heads, "d_model")
-        num_layers = check_size(num_layers, "num_layers")
+        num_layers = check_size(num_layers, "num_layers", maximum=MOST_MODULES)
         if not isinstance(positions, str) or positions not in POSITION_KINDS:
             raise (TypeError if not isinstance(positions, str) else ValueError)(
                 bilingual(
-                    f"positions must be one of {POSITION_KINDS}, got {positions!r}.",
-                    f"positions 必须是 {POSITION_KINDS} 之一，实际是 {positions!r}。",
+                    f"positions must be one of {POSITION_KINDS}, got {shown(positions)}.",
+                    f"positions 必须是 {POSITION_KINDS} 之一，实际是 {shown(positions, True)}。",
                 )
             )
         self.positions = positions
         self.causal = causal = check_flag(causal, "causal")
-        check_model_fits(self.vocab_size, self.context_length, d_model, num_layers)
+        check_model_fits(vocab_size, context_length, d_model, num_layers)
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         if positions == "learned":
             self.position_embedding = nn.Parameter(0.1 * torch.randn(context_length, d_model))

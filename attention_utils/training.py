@@ -18,13 +18,14 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .checks import bilingual, cannot_read, check_flag, check_index, check_real, check_seed, check_size, check_tensor
+from .checks import bilingual, cannot_read, check_flag, check_index, check_real, check_seed, check_size, check_tensor, shown
 from .language import text
 from .tasks import Batch
 from .tiny_model import TinyAttentionModel, check_tokens
 
 HELD_OUT_OFFSET = 1_000_003  # held-out sequences come from their own random stream, never the training stream
 SEEDS = 2**64  # torch.manual_seed takes 0 .. 2**64 - 1; the held-out seed wraps around within them
+MOST_STEPS = 1_000_000  # lesson 10 trains for 400 to 1500 steps; a million takes hours
 
 
 class Task(Protocol):
@@ -117,8 +118,8 @@ def check_task(task: object) -> Task:
         raise TypeError(
             bilingual(
                 f"task must have a batch(batch_size, generator) method, like tasks.ReverseTask(), got "
-                f"{task!r:.60}; build it with ReverseTask() or RepeatTask() (note the brackets).",
-                f"task 必须带有 batch(batch_size, generator) 方法，例如 tasks.ReverseTask()，实际是 {task!r:.60}；"
+                f"{shown(task)}; build it with ReverseTask() or RepeatTask() (note the brackets).",
+                f"task 必须带有 batch(batch_size, generator) 方法，例如 tasks.ReverseTask()，实际是 {shown(task, True)}；"
                 "请用 ReverseTask() 或 RepeatTask() 创建（注意括号）。",
             )
         )
@@ -213,8 +214,8 @@ def _check_progress(progress: object) -> object:
     except TypeError:
         raise TypeError(
             bilingual(
-                f"progress must be True, False or a tqdm progress bar to share, got {progress!r}.",
-                f"progress 只能是 True、False 或一个共用的 tqdm 进度条，实际是 {progress!r}。",
+                f"progress must be True, False or a tqdm progress bar to share, got {shown(progress)}.",
+                f"progress 只能是 True、False 或一个共用的 tqdm 进度条，实际是 {shown(progress, True)}。",
             )
         ) from None
 
@@ -238,7 +239,7 @@ def train(
     check_model(model)
     check_task(task)
     _check_task_fits(task, model)
-    steps = check_size(steps, "steps")
+    steps = check_size(steps, "steps", maximum=MOST_STEPS)
     seed = check_seed(seed)
     snapshots = check_size(snapshots, "snapshots")
     batch_size = check_size(batch_size, "batch_size")
@@ -255,7 +256,8 @@ def train(
         )
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
-    keep = {round(i * steps / snapshots) for i in range(snapshots)}  # 0 = untrained; the last one after the loop
+    # 0 = untrained; the last one after the loop; with more snapshots than steps, every step is kept
+    keep = set(range(steps)) if snapshots >= steps else {round(i * steps / snapshots) for i in range(snapshots)}
     device = model.token_embedding.weight.device
     run = TrainingRun()
 

@@ -300,6 +300,18 @@ def test_d13_meta_and_vmap_through_the_functions_and_the_model():
     assert TinyAttentionModel(16, 8).to("meta")(tokens[0].to("meta")).is_meta
 
 
+def test_d13_vmap_and_torch_func_through_tiled_attention_and_online_softmax():
+    q = torch.randn(3, 2, 5, 4)
+    batched = torch.vmap(lambda a: au.tiled_attention(a, a, a, block_size=2, causal=True))(q)
+    assert torch.allclose(batched, F.scaled_dot_product_attention(q, q, q, is_causal=True), atol=1e-6)
+    grad = torch.func.grad(lambda a: au.tiled_attention(a, a, a, block_size=2).sum())(q[0])
+    reference = q[0].clone().requires_grad_()
+    F.scaled_dot_product_attention(reference, reference, reference).sum().backward()
+    assert torch.allclose(grad, reference.grad, atol=1e-5)
+    assert torch.allclose(torch.vmap(au.online_softmax)(q), torch.softmax(q, dim=-1), atol=1e-6)
+    assert au.tiled_attention(*(q.to("meta"),) * 3).is_meta
+
+
 # ---- D14: the public helper methods lessons call ------------------------------------------------------
 
 
@@ -510,7 +522,7 @@ def no_figures_left():
 
 @pytest.mark.parametrize("call, name, error", [
     (lambda: show_heatmaps(torch.rand(1, 2, 2, 2), "x", "y", titles=["a"]), "titles", ValueError),
-    (lambda: show_heatmaps(torch.rand(1, 1, 0, 0), "x", "y"), "show_heatmaps", ValueError),
+    (lambda: show_heatmaps(torch.rand(1, 1, 0, 0), "x", "y"), "matrices", ValueError),
     (lambda: show_heatmaps(torch.rand(1, 1, 3, 3), "x", "y", xticklabels=["a"]), "xticklabels", ValueError),
     (lambda: show_heatmaps(torch.rand(1, 1, 3, 2), "x", "y", yticklabels="abc"), "yticklabels", TypeError),
     (lambda: show_heatmaps([[[[1.0]]]], "x", "y"), "matrices", TypeError),
