@@ -19,8 +19,8 @@ Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`, `logits`):
     scores that is -inf everywhere gets zero weights (stable_softmax, online_softmax).
     Empty sizes are valid: batch 0, 0 tokens, 1 token and num_tokens == context_length all work;
     no keys at all gives zero context vectors, and head size 0 gives scores of 0, so uniform
-    weights (both as torch's SDPA). naive_softmax and sum_normalize raise ValueError where their
-    formula gives NaN (exp overflowed, a sum of 0), and point to stable_softmax.
+    weights (both as torch's SDPA). naive_softmax and sum_normalize alone return the inf or NaN
+    their formula gives (exp overflowed, a sum of 0): lesson 3 shows that failure on purpose.
 Token ids (`tokens`, a batch's `inputs` and `targets`): an integer tensor (batch, T), T at most
     context_length, ids in 0 .. vocab_size - 1, on the model's device; else TypeError (kind,
     device) or ValueError (shape, range). encode takes a non-empty string of the first vocab_size

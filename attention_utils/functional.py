@@ -72,42 +72,20 @@ def attention_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
 
 
 def sum_normalize(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Divide by the sum so the values add up to 1; lesson 3 shows why attention does not: negative
-    scores give negative weights, and a sum of zero has no answer at all (an error here, not NaN)."""
+    """Divide by the sum so the values add up to 1; lesson 3 shows it failing, on purpose, for
+    negative scores or a sum near zero (a sum of 0 gives inf or NaN, as the formula says)."""
     check_tensor(scores, "scores", ranks=RANKS)
-    weights = scores / scores.sum(dim=check_dim(dim, scores), keepdim=True)
-    if weights.numel() and not cannot_read(weights) and not torch.isfinite(weights.sum()) and not torch.isfinite(weights).all():
-        raise ValueError(
-            bilingual(
-                "sum_normalize divided `scores` by a sum of 0 (or one too large for its dtype), which gives NaN or inf; "
-                "this is one reason attention uses softmax instead: use au.stable_softmax(scores).",
-                "sum_normalize 用 0（或超出类型范围的和）去除 `scores`，结果是 NaN 或 inf；"
-                "这正是注意力改用 softmax 的原因之一：请用 au.stable_softmax(scores)。",
-            )
-        )
-    return weights
+    return scores / scores.sum(dim=check_dim(dim, scores), keepdim=True)
 
 
 def naive_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """exp(x) / sum(exp(x)) exactly as written on paper; lesson 3 shows why it is not enough: exp
-    overflows for scores above about 88 in float32, and a row that is all -inf sums to 0. Both
-    raise an error here that points to stable_softmax, instead of returning NaN."""
+    """exp(x) / sum(exp(x)) exactly as written on paper; lesson 3 shows it overflowing, on purpose,
+    to inf/NaN for scores above about 88 (and a row that is all -inf gives NaN): the one place
+    where the package returns NaN, because showing it is the point."""
     check_tensor(scores, "scores", ranks=RANKS, allow_neg_inf=True)
     dim = check_dim(dim, scores)
     exps = torch.exp(scores)
-    weights = exps / exps.sum(dim=dim, keepdim=True)
-    if weights.numel() and not cannot_read(weights) and not torch.isfinite(weights.sum()) and not torch.isfinite(weights).all():
-        raise ValueError(
-            bilingual(
-                f"naive_softmax gave NaN: exp(`scores`) overflowed {scores.dtype} (a score above "
-                f"{math.log(torch.finfo(scores.dtype).max):.0f}), or a whole row is -inf and sums to 0; "
-                "au.stable_softmax(scores) subtracts each row's maximum first and has neither problem.",
-                f"naive_softmax 得到了 NaN：exp(`scores`) 超出了 {scores.dtype} 的表示范围（某个分数大于 "
-                f"{math.log(torch.finfo(scores.dtype).max):.0f}），或者某一行全是 -inf，和为 0；"
-                "au.stable_softmax(scores) 会先减去每行的最大值，没有这两个问题。",
-            )
-        )
-    return weights
+    return exps / exps.sum(dim=dim, keepdim=True)
 
 
 def stable_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
