@@ -85,6 +85,21 @@ def check_result(module: nn.Module, result: torch.Tensor, x: torch.Tensor | None
 
 
 
+def check_settings(module: nn.Module, **fits: bool) -> None:
+    """Refuse a module whose size attributes were changed after it was built and no longer fit its weights."""
+    changed = [name for name, ok in fits.items() if not ok]
+    if changed:
+        kind = type(module).__name__
+        raise ValueError(
+            bilingual(
+                f"{kind} was changed after it was built: its weights and mask no longer fit {', '.join(changed)}; "
+                "build a new module with the sizes you want instead of changing attributes.",
+                f"{kind} 在创建之后被改动过：{'、'.join(changed)} 与它的权重和掩码不再匹配；"
+                "请用想要的大小重新创建模块，不要直接改属性。",
+            )
+        )
+
+
 class SelfAttentionV1(nn.Module):
     """Self-attention with raw weight matrices: x @ W, weights drawn with torch.rand as in the book."""
 
@@ -150,6 +165,8 @@ class CausalAttention(nn.Module):
     def forward(self, x: torch.Tensor, return_weights: bool = False):
         """Context vectors (b, T, d_out); with return_weights, also the weights used (after dropout)."""
         return_weights = check_flag(return_weights, "return_weights")
+        check_settings(self, d_in=self.W_query.in_features == self.d_in,
+                       context_length=self.mask.shape[-1] >= self.context_length)
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         check_length(x.shape[1], self.context_length)
         context, weights = self._attend(x)
@@ -236,8 +253,13 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim)."""
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_out, like=self.W_query.weight, last_name="d_out")
         return self._split_heads(x.contiguous())  # view needs the memory in order; a learner's x may be transposed
+
+    def _check_settings(self) -> None:
+        check_settings(self, num_heads=self.num_heads * self.head_dim == self.d_out == self.W_query.out_features,
+                       d_in=self.W_query.in_features == self.d_in, context_length=self.mask.shape[-1] >= self.context_length)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """split_heads without its checks, for the projections forward has just made."""
@@ -251,6 +273,7 @@ class MultiHeadAttention(nn.Module):
         rows no longer sum to 1: those are the weights that made the output.
         """
         return_weights = check_flag(return_weights, "return_weights")
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
@@ -339,8 +362,13 @@ class FusedMultiHeadAttention(nn.Module):
                 fused_param.requires_grad_(all(p.requires_grad for p in source))
         return fused.to(mha.out_proj.weight).train(mha.training)  # same device, dtype and mode
 
+    def _check_settings(self) -> None:
+        check_settings(self, num_heads=self.num_heads * self.head_dim == self.d_out == self.out_proj.in_features,
+                       d_in=self.qkv.in_features == self.d_in)
+
     def project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values for every head from one matrix multiply instead of three."""
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         return self._project_heads(x)
 
@@ -354,6 +382,7 @@ class FusedMultiHeadAttention(nn.Module):
 
     def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
         """Put the heads' context vectors side by side and mix them with out_proj."""
+        self._check_settings()
         check_tensor(context, "context", ranks=(4,), last_dim=self.head_dim, like=self.out_proj.weight,
                      last_name="head_dim")
         if context.shape[1] != self.num_heads:
@@ -380,6 +409,7 @@ class FusedMultiHeadAttention(nn.Module):
         convention and invert once. A query that can see no key at all (left padding) gets a zero
         context vector, in eager mode and under torch.compile alike.
         """
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)

@@ -15,6 +15,7 @@ from torch import nn
 
 from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_size, shown
 from .devices import check_fits
+from .functional import future
 from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention, check_result, check_weights
 
 POSITION_KINDS = ("learned", "sinusoidal", "none")
@@ -102,7 +103,7 @@ class TinyAttentionModel(nn.Module):
                 )
             )
         self.positions = positions
-        self.causal = causal = check_flag(causal, "causal")
+        causal = check_flag(causal, "causal")
         check_model_fits(vocab_size, context_length, d_model, num_layers)
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         if positions == "learned":
@@ -115,10 +116,20 @@ class TinyAttentionModel(nn.Module):
             MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads)
             for _ in range(num_layers)
         )
-        if not causal:
-            for layer in self.layers:
-                layer.mask.zero_()  # the causal mask is a buffer; all zeros hides nothing: every token sees every token
+        self.causal = causal  # sets the layers' masks (see the property below)
         self.readout = nn.Linear(d_model, vocab_size)
+
+    @property
+    def causal(self) -> bool:
+        """True when each token sees only itself and the tokens before it."""
+        return self._causal
+
+    @causal.setter
+    def causal(self, causal: bool) -> None:
+        self._causal = check_flag(causal, "causal")
+        with torch.no_grad():  # the causal mask is a buffer; all zeros hides nothing: every token sees every token
+            for layer in self.layers:
+                layer.mask.copy_(future(layer.mask.shape[-1], layer.mask.device) if self._causal else 0.0)
 
     def run(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (b, T, vocab_size) and every layer's attention weights (layers, b, heads, T, T)."""

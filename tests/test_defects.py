@@ -230,7 +230,7 @@ def test_d7_a_nan_weight_in_the_model_is_named_with_its_layer():
     (lambda: au.MultiHeadAttention(4, 4, 10**7, 0.0, 2), "context_length"),
     (lambda: au.CausalAttention(10**12, 4, 8, 0.0), "d_in"),
     (lambda: au.FusedMultiHeadAttention(4, 10**8, 8, 0.0, 2), "d_out"),
-    (lambda: au.MultiHeadAttentionWrapper(4, 4, 8, 0.0, 10**12), "num_heads"),
+    (lambda: au.MultiHeadAttentionWrapper(8000, 8000, 8, 0.0, 1000), "num_heads"),
     (lambda: TinyAttentionModel(10**12, 8), "vocab_size"),
     (lambda: TinyAttentionModel(16, 8, d_model=10**7), "d_model"),
     (lambda: TinyAttentionModel(16, 10**7), "context_length"),
@@ -240,6 +240,13 @@ def test_d11_sizes_beyond_memory_are_refused_with_what_fits(call, name):
     english = message.splitlines()[0]
     largest = int(english.split("at most about ")[1].rstrip(".").replace(",", ""))
     assert largest >= 1
+
+
+def test_d11_sizes_that_cost_hours_are_bounded():
+    assert_contract_error(lambda: au.MultiHeadAttentionWrapper(4, 4, 8, 0.0, 10**12), "num_heads", "at most 1,024")
+    assert_contract_error(lambda: TinyAttentionModel(8, 8, num_layers=5000), "num_layers", "at most 1,024")
+    assert_contract_error(lambda: training.train(TinyAttentionModel(8, 8), tasks.ReverseTask(4, 8), 10**30, 0),
+                          "steps", "at most 1,000,000")
 
 
 def test_d11_mixed_devices_and_scores_that_overflow():
@@ -584,3 +591,34 @@ def test_messages_read_as_chinese_written_for_chinese_readers():
     assert "输出维数 d_out" in width and "输出维度" not in width
     repeat = assert_contract_error(lambda: tasks.RepeatTask(length=6, longest=6), "longest")
     assert "循环片段" in repeat and "图案" not in repeat
+
+
+def test_explore_checks_its_drawing_function_and_controls(no_figures_left):
+    import ipywidgets as widgets
+
+    from attention_utils.widgets import explore
+
+    assert_contract_error(lambda: explore(42, step=widgets.IntSlider()), "draw", kind=TypeError)
+    assert_contract_error(lambda: explore(lambda step: plt.figure(), step=3), "step", "IntSlider", kind=TypeError)
+    assert_contract_error(lambda: explore(lambda step: None, step=widgets.IntSlider()), "draw", "return fig",
+                          kind=TypeError)
+
+
+def test_settings_changed_after_construction_are_named_or_take_effect():
+    mha = au.MultiHeadAttention(4, 4, 8, 0.0, 2)
+    mha.num_heads = 4
+    assert_contract_error(lambda: mha(torch.rand(1, 3, 4)), "num_heads", "MultiHeadAttention")
+    fused = au.FusedMultiHeadAttention(4, 4, 8, 0.0, 2)
+    fused.d_in = 5
+    assert_contract_error(lambda: fused(torch.rand(1, 3, 5)), "d_in")
+    causal = au.CausalAttention(4, 4, 8, 0.0)
+    causal.context_length = 20
+    assert_contract_error(lambda: causal(torch.rand(1, 10, 4)), "context_length")
+    model = TinyAttentionModel(16, 8, causal=True)
+    model.causal = False  # a learner's switch takes effect: the masks follow it
+    _, maps = model.run(torch.arange(8)[None])
+    assert (maps[..., 0, 1:] > 0).all()
+    model.causal = np.bool_(True)
+    _, maps = model.run(torch.arange(8)[None])
+    assert torch.equal(maps[..., 0, 1:], torch.zeros_like(maps[..., 0, 1:]))
+    assert_contract_error(lambda: setattr(model, "causal", "no"), "causal", kind=TypeError)
