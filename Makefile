@@ -3,11 +3,18 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# JupyterLab refuses to run as root unless told; the flag is only added when we are root.
-# The series works offline, so JupyterLab is told not to fetch news or look for updates.
+# JupyterLab refuses to start as root unless told to; in Docker and classroom images one often is root,
+# so the flag is added then, and only then. The server still listens on 127.0.0.1 only and needs its token.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+# Offline and safe by default: no news, no update check, an extension manager that never contacts a
+# package index, and no terminals (a shell in the browser; ask for one with
+# `make lab LAB_ARGS=--ServerApp.terminals_enabled=True`: a later setting on the command line wins).
+LAB_FLAGS := --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+  --LabApp.extension_manager=readonly --ServerApp.terminals_enabled=False
 LAB_ARGS ?=
 LAB_DIR ?= .
+# A learner's one-language lessons live here, outside build/: written once, never overwritten, never cleaned.
+MY_LESSONS ?= my-lessons
 # LANGUAGE is also gettext's environment variable (often en_US:en): only a value given on the make
 # command line (make run LANGUAGE=zh) chooses the language of the series.
 ifneq ($(origin LANGUAGE),command line)
@@ -16,7 +23,21 @@ endif
 BENCH_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup lab test notebooks run copies slides html figures bench lock clean
+# Jupyter, IPython and matplotlib keep their files under $HOME. When it cannot be written (a locked-down
+# lab PC, a read-only roaming profile), they use folders inside the project instead.
+HOME_WRITABLE := $(shell [ -w "$${HOME:-/nonexistent}" ] && { [ ! -e "$$HOME/.local" ] || [ -w "$$HOME/.local" ]; } && echo yes)
+ifneq ($(HOME_WRITABLE),yes)
+FALLBACK_HOME := $(CURDIR)/build/home
+export JUPYTER_RUNTIME_DIR := $(FALLBACK_HOME)/jupyter/runtime
+export JUPYTER_DATA_DIR := $(FALLBACK_HOME)/jupyter/data
+export IPYTHONDIR := $(FALLBACK_HOME)/ipython
+export JUPYTERLAB_SETTINGS_DIR := $(FALLBACK_HOME)/jupyter/lab/user-settings
+export JUPYTERLAB_WORKSPACES_DIR := $(FALLBACK_HOME)/jupyter/lab/workspaces
+export MPLCONFIGDIR := $(FALLBACK_HOME)/matplotlib
+$(info Your home folder cannot be written, so Jupyter and matplotlib keep their files in build/home/. · 你的主目录不可写，Jupyter 和 matplotlib 改用 build/home/ 存放文件。)
+endif
+
+.PHONY: help setup lab lab-reset test notebooks run copies slides html figures bench lock clean
 
 help:
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST)
@@ -34,17 +55,23 @@ $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 
 setup: $(STAMP) ## create .venv and install the pinned dependencies (skipped when up to date)
 
-# `make lab LANGUAGE=zh` (or en) opens a one-language copy written into build/lab/<language>/;
-# plain `make lab` opens the bilingual lessons themselves.
+# `make lab LANGUAGE=zh` (or en) opens the learner's one-language copy in my-lessons/<language>/, writing only
+# the lessons that are missing there; plain `make lab` opens the bilingual lessons themselves.
 ifeq ($(origin LANGUAGE),command line)
-LAB_DIR := build/lab/$(LANGUAGE)
-LAB_COPY := $(BIN)/python -m attention_utils.course.site lab-copy $(LANGUAGE) $(LAB_DIR)
+LAB_DIR := $(MY_LESSONS)/$(LANGUAGE)
+LAB_COPY := $(BIN)/python -m attention_utils.course.my_lessons prepare $(LANGUAGE) $(MY_LESSONS)
 endif
 
-lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (LANGUAGE=en|zh: a one-language copy)
+lab: $(STAMP) ## open the series in JupyterLab on 127.0.0.1 (LANGUAGE=en|zh: your own one-language copy in my-lessons/)
+	@mkdir -p $${JUPYTER_RUNTIME_DIR:-.} $${MPLCONFIGDIR:-.}
 	$(LAB_COPY)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(LAB_DIR) --LabApp.default_url=/lab/tree/notebooks \
-	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(ROOT_FLAG) $(LAB_ARGS)
+	  $(LAB_FLAGS) $(ROOT_FLAG) $(LAB_ARGS)
+
+lab-reset: $(STAMP) ## take the newest version of one lesson into my-lessons/ (LANGUAGE=zh LESSON=03); your copy moves to a dated backup
+	@test "$(origin LANGUAGE)" = "command line" -a -n "$(LESSON)" || \
+	  { echo "Say which copy and lesson: make lab-reset LANGUAGE=zh LESSON=03 · 请指明语言和课程：make lab-reset LANGUAGE=zh LESSON=03"; exit 2; }
+	$(BIN)/python -m attention_utils.course.my_lessons reset $(LANGUAGE) $(LESSON) $(MY_LESSONS)
 
 # The stored outputs must not depend on the CPU: everything runs on torch's AVX2 kernels, then nbval
 # compares the lessons once more on its plain (default) kernels. torch.compile cannot build kernels
@@ -56,12 +83,9 @@ test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill, t
 notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
 	$(BIN)/python -m attention_utils.course.publish execute
 
-run: $(STAMP) ## run the whole series headlessly with papermill into build/run/ (LANGUAGE=en|zh)
-	@mkdir -p build/run/$(LANGUAGE)
-	@for nb in notebooks/[0-9][0-9]_*.ipynb; do \
-	  $(BIN)/papermill --cwd notebooks -k python3 --progress-bar -p language $(LANGUAGE) \
-	    "$$nb" "build/run/$(LANGUAGE)/$$(basename $$nb)" || exit 1; \
-	done
+run: $(STAMP) ## run the whole series headlessly with papermill into build/run/ (LANGUAGE=en|zh); it holds only complete runs
+	@mkdir -p $${MPLCONFIGDIR:-.}
+	$(BIN)/python -m attention_utils.course.publish run $(LANGUAGE) build/run/$(LANGUAGE)
 
 copies: $(STAMP) ## write English-only, Chinese-only (re-run with Chinese plots) and student copies into build/
 	$(BIN)/python -m attention_utils.course.publish copies build
@@ -84,5 +108,7 @@ bench: $(STAMP) ## benchmark the attention implementations; writes build/bench/,
 lock: $(STAMP) ## rewrite requirements-lock.txt from what is installed in .venv
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^attention' | sed 's/+cpu$$//' > requirements-lock.txt
 
-clean: ## remove build outputs (keeps .venv)
-	rm -rf build
+clean: ## remove build outputs (keeps .venv and your lessons in my-lessons/)
+	@# build/lab held learners' copies before my-lessons/ existed: keep it until `make lab` moves it
+	@if [ -d build/lab ]; then echo "Keeping build/lab (your earlier lessons): make lab LANGUAGE=... moves it to my-lessons/. · 保留 build/lab（你之前的课程副本）。"; fi
+	@if [ -d build ]; then find build -mindepth 1 -maxdepth 1 ! -name lab -exec rm -rf {} +; fi

@@ -1,7 +1,8 @@
 """The teaching library of the attention series: what the lessons import and a learner may read.
 
 Two rooms, one package:
-- the teaching library (this folder): data, checks, functional, modules, tiled, tiny_model, tasks,
+- the teaching library (this folder): data, checks, functional, modules, tiled, rotary, kv_cache,
+  grouped_query, sliding_window, flex_window, generation, tiny_model, tasks,
   training, language, plotting, widgets, environment, results (saved benchmark numbers),
   exercises/ (checkers) and explorers/ (the lessons' interactive figures);
 - the workshop, `attention_utils.course`: copies, slides, site, figures and the benchmark. It
@@ -28,6 +29,10 @@ from .modules import (
 )
 from .rotary import apply_rotary, halves_order, to_halves_layout
 from .tiled import online_softmax, tiled_attention
+from .generation import Generation, generate
+from .grouped_query import repeat_kv_heads
+from .kv_cache import KVCache, LayerCache, kv_cache_bytes
+from .sliding_window import hidden_by_window, sliding_window_mask
 
 __all__ = [
     "setup",
@@ -52,4 +57,17 @@ __all__ = [
     "to_halves_layout",
     "online_softmax",
     "tiled_attention",
+    "Generation",
+    "generate",
+    "repeat_kv_heads",
+    "KVCache",
+    "LayerCache",
+    "kv_cache_bytes",
+    "hidden_by_window",
+    "sliding_window_mask",
 ]
+
+# Lesson 11: the speed (radians per position) of each feature pair under rotary positions
+from .rotary import rotary_frequencies  # noqa: E402
+
+__all__ += ["rotary_frequencies"]

@@ -395,6 +395,50 @@ def check_no_overflow(result: torch.Tensor, names: Sequence[str] = ("queries", "
     )
 
 
+def check_weights(module: torch.nn.Module) -> None:
+    """Refuse a module whose weights hold NaN or inf: what a training run that diverged leaves behind."""
+    for name, weight in module.named_parameters():
+        if weight.numel() and not cannot_read(weight) and not torch.isfinite(weight.detach().sum()):
+            if not torch.isfinite(weight.detach()).all():
+                kind = type(module).__name__
+                raise ValueError(
+                    bilingual(
+                        f"The weights of {kind} hold NaN or inf ({name}); a training run that diverged leaves "
+                        "weights like these: restore a snapshot from before it, or build the model again, and "
+                        "train with a lower learning_rate.",
+                        f"{kind} 的权重里有 NaN 或 inf（{name}）；训练发散后就会留下这样的权重："
+                        "请恢复发散之前的快照，或重新创建模型，再用更小的 learning_rate 训练。",
+                    )
+                )
+
+
+def check_result(module: torch.nn.Module, result: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+    """A module's result from finite input: NaN or inf come from its weights or from an overflow; say which."""
+    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()) or torch.isfinite(result).all():
+        return result
+    check_weights(module)
+    sizes = [(name, float(w.detach().abs().max())) for name, w in module.named_parameters() if w.numel()]
+    weight_name, largest = max(sizes, key=lambda pair: pair[1], default=("-", 0.0))
+    seen_en = seen_zh = ""
+    if x is not None and x.is_floating_point() and x.numel():
+        largest_x = float(x.detach().abs().max())
+        seen_en, seen_zh = f"largest |x| {largest_x:.3g}, ", f"|x| 最大为 {largest_x:.3g}，"
+    kind, limit = type(module).__name__, torch.finfo(result.dtype).max
+    wider, method = _wider(result.dtype)
+    raise ValueError(
+        bilingual(
+            f"The output of {kind} overflowed {result.dtype} (a value beyond {limit:.3g}) although its input is finite: "
+            f"the input and the weights together are too large for this dtype ({seen_en}largest weight {largest:.3g} in "
+            f"{weight_name}). Scale the input down, restore the weights from before a training run diverged, or "
+            f"compute in {wider} (x.{method}(), module.{method}()).",
+            f"{kind} 的输出超出了 {result.dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的："
+            f"对这种类型来说，输入和权重合起来太大了（{seen_zh}权重最大为 {largest:.3g}，在 {weight_name} 中）。"
+            f"请把输入缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（x.{method}()、module.{method}()）。",
+        )
+    )
+
+
+
 def check_heads(d_out: int, num_heads: int, name: str = "d_out") -> None:
     """Check that the width `name` (d_out, or a model's d_model) splits evenly into `num_heads` heads."""
     if d_out % num_heads != 0:

@@ -11,7 +11,6 @@ import torch
 from torch import nn
 
 from .checks import (
-    _wider,
     bilingual,
     cannot_read,
     check_flag,
@@ -19,11 +18,16 @@ from .checks import (
     check_length,
     check_padding_mask,
     check_rate,
+    check_result,
     check_size,
     check_tensor,
 )
 from .devices import check_fits
 from .functional import attend, causal_mask, future
+from .grouped_query import check_kv_heads
+from .kv_cache import LayerCache, check_layer_cache
+from .rotary import _check_base, _check_head_dim, _check_layout, apply_rotary, check_rotary_heads
+from .sliding_window import check_window, hidden_by_window
 
 FLOAT_BYTES = 4  # the default dtype, float32
 MOST_MODULES = 1024  # heads of a wrapper, layers of a model: each is built one by one (about 10 s for 1000)
@@ -39,50 +43,6 @@ def check_sizes(**sizes: object) -> list[int]:
     check_fits(checked.get("context_length", 0), "context_length", lambda n: FLOAT_BYTES * n * n)
     check_fits(d_out, "d_out", lambda d: FLOAT_BYTES * (3 * d_in * d + d * d))
     return list(checked.values())
-
-
-def check_weights(module: nn.Module) -> None:
-    """Refuse a module whose weights hold NaN or inf: what a training run that diverged leaves behind."""
-    for name, weight in module.named_parameters():
-        if weight.numel() and not cannot_read(weight) and not torch.isfinite(weight.detach().sum()):
-            if not torch.isfinite(weight.detach()).all():
-                kind = type(module).__name__
-                raise ValueError(
-                    bilingual(
-                        f"The weights of {kind} hold NaN or inf ({name}); a training run that diverged leaves "
-                        "weights like these: restore a snapshot from before it, or build the model again, and "
-                        "train with a lower learning_rate.",
-                        f"{kind} 的权重里有 NaN 或 inf（{name}）；训练发散后就会留下这样的权重："
-                        "请恢复发散之前的快照，或重新创建模型，再用更小的 learning_rate 训练。",
-                    )
-                )
-
-
-def check_result(module: nn.Module, result: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
-    """A module's result from finite input: NaN or inf come from its weights or from an overflow; say which."""
-    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()) or torch.isfinite(result).all():
-        return result
-    check_weights(module)
-    sizes = [(name, float(w.detach().abs().max())) for name, w in module.named_parameters() if w.numel()]
-    weight_name, largest = max(sizes, key=lambda pair: pair[1], default=("-", 0.0))
-    seen_en = seen_zh = ""
-    if x is not None and x.is_floating_point() and x.numel():
-        largest_x = float(x.detach().abs().max())
-        seen_en, seen_zh = f"largest |x| {largest_x:.3g}, ", f"|x| 最大为 {largest_x:.3g}，"
-    kind, limit = type(module).__name__, torch.finfo(result.dtype).max
-    wider, method = _wider(result.dtype)
-    raise ValueError(
-        bilingual(
-            f"The output of {kind} overflowed {result.dtype} (a value beyond {limit:.3g}) although its input is finite: "
-            f"the input and the weights together are too large for this dtype ({seen_en}largest weight {largest:.3g} in "
-            f"{weight_name}). Scale the input down, restore the weights from before a training run diverged, or "
-            f"compute in {wider} (x.{method}(), module.{method}()).",
-            f"{kind} 的输出超出了 {result.dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的："
-            f"对这种类型来说，输入和权重合起来太大了（{seen_zh}权重最大为 {largest:.3g}，在 {weight_name} 中）。"
-            f"请把输入缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（x.{method}()、module.{method}()）。",
-        )
-    )
-
 
 
 def check_settings(module: nn.Module, **fits: bool) -> None:
@@ -231,7 +191,12 @@ class MultiHeadAttention(nn.Module):
         dropout: float,
         num_heads: int,
         qkv_bias: bool = False,
+        *,
+        rotary_base: float | None = None,
+        rotary_layout: str = "interleaved",
     ) -> None:
+        """`rotary_base` (10000 in the RoFormer paper) turns queries and keys by their positions (lesson 11);
+        None, the default, leaves them as the book computes them. `rotary_layout` is "interleaved" or "halves"."""
         super().__init__()
         d_in, d_out, context_length, num_heads = check_sizes(
             d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads
@@ -239,6 +204,9 @@ class MultiHeadAttention(nn.Module):
         check_heads(d_out, num_heads)
         dropout = check_rate(dropout)
         qkv_bias = check_flag(qkv_bias, "qkv_bias")
+        if rotary_base is not None:
+            rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
+        self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -266,20 +234,25 @@ class MultiHeadAttention(nn.Module):
         b, num_tokens, _ = x.shape
         return x.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
+    def forward(self, x: torch.Tensor, return_weights: bool = False, *, start_position: int = 0):
         """Context vectors (b, T, d_out); with return_weights, also the weights used (b, h, T, T).
 
         In training mode with dropout the weights returned are the ones after dropout, so their
-        rows no longer sum to 1: those are the weights that made the output.
+        rows no longer sum to 1: those are the weights that made the output. With rotary positions
+        the tokens of x sit at start_position, start_position + 1, ... (a KV cache builds on this).
         """
         return_weights = check_flag(return_weights, "return_weights")
         self._check_settings()
+        start_position = check_size(start_position, "start_position", minimum=0)
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         b, num_tokens, _ = x.shape
         check_length(num_tokens, self.context_length)
         queries = self._split_heads(self.W_query(x))  # (b, h, T, head_dim)
         keys = self._split_heads(self.W_key(x))
-        values = self._split_heads(self.W_value(x))
+        values = self._split_heads(self.W_value(x))  # values are never turned
+        if self.rotary_base is not None:  # each head's queries and keys turned at their positions (lesson 11)
+            queries = apply_rotary(queries, start_position, self.rotary_base, self.rotary_layout)
+            keys = apply_rotary(keys, start_position, self.rotary_base, self.rotary_layout)
         context, weights = attend(
             queries,
             keys,
@@ -299,6 +272,11 @@ class FusedMultiHeadAttention(nn.Module):
     torch's scaled_dot_product_attention never stores the (T, T) attention weights and, told that
     the mask is causal, skips the blocks above the diagonal; the book's version computes every
     score, masks half of them and keeps the whole matrix in memory.
+
+    For generation (lesson 12) it also takes, keyword-only: `num_kv_heads` key/value heads shared by
+    groups of query heads (GQA; 1 is MQA), rotary positions (`rotary_base`, `rotary_layout`), a
+    sliding `window` with `sinks`; and in forward a `cache` (one LayerCache of a KVCache) that keeps
+    the keys and values of earlier calls. With the defaults it is lesson 8's module.
     """
 
     def __init__(
@@ -309,6 +287,12 @@ class FusedMultiHeadAttention(nn.Module):
         dropout: float,
         num_heads: int,
         qkv_bias: bool = False,
+        *,
+        num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
+        rotary_layout: str = "interleaved",
+        window: int | None = None,
+        sinks: int = 0,
     ) -> None:
         super().__init__()
         d_in, d_out, context_length, num_heads = check_sizes(
@@ -322,16 +306,24 @@ class FusedMultiHeadAttention(nn.Module):
         self.head_dim = d_out // num_heads
         self.context_length = context_length
         self.dropout = check_rate(dropout)  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
-        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)
+        self.num_kv_heads = num_heads if num_kv_heads is None else check_kv_heads(num_heads, num_kv_heads)
+        if rotary_base is not None:  # pairs of features per head, a base above 1, a known layout
+            rotary_base, rotary_layout = _check_base(rotary_base), _check_layout(rotary_layout)
+            _check_head_dim(self.head_dim)
+        self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
+        self.window, self.sinks = check_window(window, sinks)
+        # rows: the queries of every head, then the keys and the values of the key/value heads (3 * d_out without groups)
+        self.qkv = nn.Linear(d_in, (num_heads + 2 * self.num_kv_heads) * self.head_dim, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
 
     @classmethod
-    def from_multihead(cls, mha: nn.Module) -> FusedMultiHeadAttention:
+    def from_multihead(cls, mha: nn.Module, *, window: int | None = None, sinks: int = 0) -> FusedMultiHeadAttention:
         """The fused module with the weights, train/eval mode and requires_grad of a MultiHeadAttention.
 
         Works for the package's class and the book's own (the same parameter names); in eval mode,
         or with dropout 0, both give the same outputs. The fused module is always causal, so a source
-        whose mask is not the causal one (lesson 10's reverse model clears it) is refused.
+        whose mask is not the causal one (lesson 10's reverse model clears it) is refused. Rotary
+        positions come along; `window` and `sinks` add a sliding window (lesson 12).
         """
         parts = ("W_query", "W_key", "W_value", "out_proj")
         if not all(isinstance(getattr(mha, name, None), nn.Linear) for name in parts) or not hasattr(mha, "num_heads"):
@@ -348,7 +340,9 @@ class FusedMultiHeadAttention(nn.Module):
         has_bias = mha.W_query.bias is not None
         context_length = mha.mask.shape[-1] if hasattr(mha, "mask") else mha.context_length
         fused = cls(mha.W_query.in_features, mha.W_query.out_features, context_length,
-                    getattr(mha.dropout, "p", mha.dropout), mha.num_heads, has_bias)
+                    getattr(mha.dropout, "p", mha.dropout), mha.num_heads, has_bias,
+                    rotary_base=getattr(mha, "rotary_base", None),
+                    rotary_layout=getattr(mha, "rotary_layout", "interleaved"), window=window, sinks=sinks)
         with torch.no_grad():
             fused.qkv.weight.copy_(torch.cat([p.weight for p in projections]))  # (3 * d_out, d_in)
             if has_bias:
@@ -366,18 +360,28 @@ class FusedMultiHeadAttention(nn.Module):
         check_settings(self, num_heads=self.num_heads * self.head_dim == self.d_out == self.out_proj.in_features,
                        d_in=self.qkv.in_features == self.d_in)
 
-    def project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries, keys and values for every head from one matrix multiply instead of three."""
+    def project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries (b, h, T, head_dim), keys and values (b, kv_heads, T, head_dim) from one matrix multiply.
+
+        With rotary positions, queries and keys are turned for positions start, start + 1, ...
+        """
         self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
-        return self._project_heads(x)
+        return self._project_heads(x, check_size(start, "start", minimum=0))
 
-    def _project_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """project_heads without the input check, for forward, which has checked x already."""
         b, num_tokens, _ = x.shape
         # checked here: torch's fused kernels may turn a NaN projection into zeros instead of passing it on
-        qkv = check_result(self, self.qkv(x), x).view(b, num_tokens, 3, self.num_heads, self.head_dim)
-        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)  # each (b, h, T, head_dim)
+        qkv = check_result(self, self.qkv(x), x)  # (b, T, (h + 2 * kv_heads) * head_dim)
+        sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
+        heads = (self.num_heads, self.num_kv_heads, self.num_kv_heads)
+        queries, keys, values = (
+            part.view(b, num_tokens, n, self.head_dim).transpose(1, 2) for part, n in zip(qkv.split(sizes, dim=-1), heads)
+        )  # (b, h, T, head_dim), then (b, kv_heads, T, head_dim) twice
+        if self.rotary_base is not None:  # queries and keys turned at their positions; values never
+            queries = apply_rotary(queries, start, self.rotary_base, self.rotary_layout)
+            keys = apply_rotary(keys, start, self.rotary_base, self.rotary_layout)
         return queries, keys, values
 
     def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
@@ -401,35 +405,52 @@ class FusedMultiHeadAttention(nn.Module):
         b, _, num_tokens, _ = context.shape
         return self.out_proj(context.transpose(1, 2).reshape(b, num_tokens, self.d_out))  # (b, T, d_out)
 
-    def forward(self, x: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, padding_mask: torch.Tensor | None = None, *, cache: LayerCache | None = None
+    ) -> torch.Tensor:
         """Causal attention over x (b, T, d_in); `padding_mask` (b, T) is True at padding tokens to ignore.
 
         The padding mask follows the package's convention (True = hide). SDPA's boolean attn_mask
         means the opposite (True = may attend), so we merge padding and causal masks in our
         convention and invert once. A query that can see no key at all (left padding) gets a zero
         context vector, in eager mode and under torch.compile alike.
+
+        With a `cache` (lesson 12), x holds only the new tokens: they sit at positions cache.position,
+        cache.position + 1, ..., their keys and values join the cache, and their queries attend to
+        everything the cache keeps for them.
         """
         self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape
-        check_length(num_tokens, self.context_length)
+        start = 0 if cache is None else check_layer_cache(cache, padding_mask)  # the position of x's first token
+        check_length(start + num_tokens, self.context_length)
         dropout_p = check_rate(self.dropout) if self.training else 0.0
+        queries, keys, values = self._project_heads(x, start)  # (b, h, T, head_dim), (b, kv_heads, T, head_dim)
+        positions = key_positions = torch.arange(start, start + num_tokens, device=x.device)
+        if cache is not None:
+            keys, values, key_positions = cache.update(keys, values, self.window, self.sinks)
+        # SDPA's causal flag only where queries and keys start together and nothing more is hidden;
+        # a single new token sees everything a cache returns, so it needs no mask at all
+        causal = start == 0 and self.window is None
+        hidden = None if causal or num_tokens == 1 else hidden_by_window(positions, key_positions, self.window, self.sinks)
         attn_mask = sees_nothing = None
         if padding_mask is not None:
             hidden_keys = check_padding_mask(padding_mask, b, num_tokens, x.device)[:, None, None, :]  # (b, 1, 1, T)
-            hidden = future(num_tokens, x.device) | hidden_keys  # (b, 1, T, T), True = hide
+            hidden = (future(num_tokens, x.device) if hidden is None else hidden) | hidden_keys  # (b, 1, T, T)
             # A query that sees no key (left padding) may look everywhere, so no kernel ever meets a row
             # of -inf; its context is set to zero below, the package's policy for such rows.
             sees_nothing = hidden.all(dim=-1, keepdim=True)  # (b, 1, T, 1)
             attn_mask = ~hidden | sees_nothing  # SDPA's convention: True = may attend
-        queries, keys, values = self._project_heads(x)  # each (b, h, T, head_dim)
+        elif hidden is not None:
+            attn_mask = ~hidden
         context = nn.functional.scaled_dot_product_attention(
             queries,
             keys,
             values,
             attn_mask=attn_mask,
             dropout_p=dropout_p,
-            is_causal=attn_mask is None,  # the flag lets the kernel skip the future instead of masking it
+            is_causal=causal and attn_mask is None,  # the flag lets the kernel skip the future instead of masking it
+            enable_gqa=self.num_kv_heads != self.num_heads,  # query heads share key/value heads in groups
         )  # (b, h, T, head_dim)
         if sees_nothing is not None:
             context = context.masked_fill(sees_nothing, 0.0)

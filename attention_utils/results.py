@@ -34,8 +34,10 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
     return {(row["implementation"], row["mode"], row["length"]): row for row in rows}
 
 
-def headline(results: dict, language: str = "en") -> list[str]:
-    """The numbers lesson 8 quotes, one line each, in English or Chinese, all at T=1024."""
+def headline(results: dict, language: str | None = None) -> list[str]:
+    """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
+    from .language import get_language  # imported here so reading JSON stays stdlib-only
+
     index = by_run(results["rows"])
     same = results["interleaved"]
     ms = same["median_ms"]
@@ -53,23 +55,68 @@ def headline(results: dict, language: str = "en") -> list[str]:
         drop_ratio=training("fused_dropout")["median_ms"] / training("fused")["median_ms"],
     )
     english = [
-        "inference, one process, timed in alternating pairs ({calls} calls each side): book {book:.0f} ms, one QKV matmul {explicit:.0f} ms, "
-        "fused module {fused:.0f} ms, bare floor {bare:.0f} ms",
-        "  one QKV matmul: {one_qkv:.2f}x as fast as the book; SDPA on top: {sdpa:.2f}x as fast again",
+        "inference, one process, timed in alternating pairs ({calls} calls each): book {book:.0f} ms, "
+        "one QKV projection {explicit:.0f} ms, fused module {fused:.0f} ms, bare floor {bare:.0f} ms",
+        "  one QKV projection: {one_qkv:.2f}x as fast as the book; SDPA on top: {sdpa:.2f}x as fast again",
         "  fused module / bare floor: {floor:.3f}",
         "training, separate processes: fused {train:.0f} ms, {train_mib:.0f} MiB; fused with dropout {drop:.0f} ms, "
         "{drop_mib:.0f} MiB ({drop_ratio:.1f}x the time); book {book_train:.0f} ms, {book_train_mib:.0f} MiB",
         "boolean causal mask instead of is_causal=True (one process): {mask_ratio:.2f}x the time",
     ]
     chinese = [
-        "推理，同一进程内两两交替计时（每边 {calls} 次）：书中模块 {book:.0f} 毫秒，合并 QKV 后 {explicit:.0f} 毫秒，"
-        "融合模块 {fused:.0f} 毫秒，裸 SDPA 下限 {bare:.0f} 毫秒",
-        "  合并 QKV：速度是书中模块的 {one_qkv:.2f} 倍；再换 SDPA：速度又是前者的 {sdpa:.2f} 倍",
-        "  融合模块与裸 SDPA 下限的耗时之比：{floor:.3f}",
+        "推理，同一进程内两两交替计时（每种各调用 {calls} 次）：书中模块 {book:.0f} 毫秒，"
+        "合并 QKV 投影 {explicit:.0f} 毫秒，融合模块 {fused:.0f} 毫秒，裸 SDPA 下限 {bare:.0f} 毫秒",
+        "  合并 QKV 投影：速度是书中模块的 {one_qkv:.2f} 倍；再换成 SDPA：速度又是前者的 {sdpa:.2f} 倍",
+        "  融合模块的耗时是裸 SDPA 下限的 {floor:.3f} 倍",
         "训练，各自独立的进程：融合模块 {train:.0f} 毫秒、{train_mib:.0f} MiB；带 dropout 的融合模块 {drop:.0f} 毫秒、"
         "{drop_mib:.0f} MiB（耗时是前者的 {drop_ratio:.1f} 倍）；书中模块 {book_train:.0f} 毫秒、{book_train_mib:.0f} MiB",
         "用布尔因果掩码代替 is_causal=True（同一进程）：耗时是融合模块的 {mask_ratio:.2f} 倍",
     ]
-    return [line.format(**values) for line in (chinese if language == "zh" else english)]
+    chosen = chinese if (language or get_language()) == "zh" else english
+    return [line.format(**values) for line in chosen]
 
 
+# Lesson 12: decoding with and without a KV cache (make bench, or python -m attention_utils.course.bench --decode).
+SAVED_DECODE = ROOT / "figures" / "bench_decode.json"
+
+
+def decode_rows(results: dict, variant: str) -> dict[int, dict]:
+    """One variant's saved decode rows ("mha", "gqa", "mqa", "window"), by prompt length."""
+    return {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+
+
+def decode_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 12 quotes: ms per new token with and without the cache, by length, and the cache's size."""
+    from .language import table  # the language module is light; imported here so reading JSON stays stdlib-only
+
+    mha, window = decode_rows(results, "mha"), decode_rows(results, "window")
+    headers = (["T", "有缓存（毫秒）", "无缓存（毫秒）", "加速比", "缓存（MiB）", "窗口缓存（MiB）"] if language == "zh"
+               else ["T", "with cache (ms)", "without (ms)", "speed-up", "cache (MiB)", "window cache (MiB)"])
+    rows = [
+        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}", f"{row['speedup']:.1f}x",
+         f"{row['cache_bytes'] / 2**20:.1f}", f"{window[length]['cache_bytes'] / 2**20:.1f}" if length in window else "-"]
+        for length, row in sorted(mha.items())
+    ]
+    return table(headers, rows)
+
+
+def flex_summary(results: dict, language: str = "en") -> str:
+    """One saved FlexAttention call with a sliding window: tiles visited and the times of each way to run it."""
+    flex = results["flex"]
+    if "error" in flex:
+        return (f"FlexAttention was not measured on the benchmark machine: {flex['error']}." if language != "zh"
+                else f"基准测试的机器上没有测量 FlexAttention：{flex['error']}。")
+    ms, (b, h, t, d) = flex["median_ms"], flex["shape"]
+    skip, dense = ms["flex_causal_blocks"] / ms["flex_window"], ms["sdpa_mask"] / ms["flex_window"]
+    values = dict(b=b, h=h, t=t, d=d, window=flex["window"], block=flex["block"], visited=flex["visited_tiles"],
+                  causal=flex["causal_tiles"], flex=ms["flex_window"], all_tiles=ms["flex_causal_blocks"],
+                  mask=ms["sdpa_mask"], sdpa=ms["sdpa_causal"], skip=skip, dense=dense)
+    if language == "zh":
+        return ("FlexAttention，在形状为 ({b}, {h}, {t}, {d}) 的张量上做一次窗口为 {window} 的注意力，分块大小 {block}："
+                "分块掩码只访问对角线及其下方 {causal} 个分块中的 {visited} 个。编译后耗时 {flex:.1f} 毫秒；"
+                "同一个内核访问全部因果分块时 {all_tiles:.1f} 毫秒（是前者的 {skip:.1f} 倍）；"
+                "SDPA 加布尔窗口掩码 {mask:.1f} 毫秒（是前者的 {dense:.1f} 倍）；不加窗口的因果 SDPA {sdpa:.1f} 毫秒。").format(**values)
+    return ("FlexAttention, one call on ({b}, {h}, {t}, {d}) with a window of {window} in tiles of {block}: the block mask "
+            "visits {visited} of the {causal} tiles on or below the diagonal. Compiled: {flex:.1f} ms; the same kernel "
+            "visiting every causal tile: {all_tiles:.1f} ms ({skip:.1f}x as long); SDPA with a boolean window mask: "
+            "{mask:.1f} ms ({dense:.1f}x as long); causal SDPA without a window: {sdpa:.1f} ms.").format(**values)

@@ -36,27 +36,60 @@ def _check_head_dim(head_dim: object) -> int:
     return head_dim
 
 
-def _check_base(base: object) -> float:
-    """The base of the frequencies: a real number greater than 1."""
-    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not float(base) > 1.0:
+def _check_base(base: object, name: str = "base") -> float:
+    """The base of the frequencies: a finite real number greater than 1."""
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise TypeError(
+            bilingual(
+                f"{name} must be a real number greater than 1 (10000 in the paper), got {base!r} ({type(base).__name__}).",
+                f"{name} 必须是大于 1 的实数（论文中为 10000），实际是 {base!r}（{type(base).__name__}）。",
+            )
+        )
+    if not 1.0 < float(base) < float("inf"):
         raise ValueError(
             bilingual(
-                f"base must be a real number greater than 1 (10000 in the paper), got {base!r}.",
-                f"base 必须是大于 1 的实数（论文中为 10000），实际是 {base!r}。",
+                f"{name} must be a finite real number greater than 1 (10000 in the paper), got {base!r}.",
+                f"{name} 必须是大于 1 的有限实数（论文中为 10000），实际是 {base!r}。",
             )
         )
     return float(base)
 
 
-def _check_layout(layout: object) -> str:
+def _check_layout(layout: object, name: str = "layout") -> str:
+    """One of LAYOUTS: "interleaved" (pairs of neighbours) or "halves" (feature i with i + head_dim/2)."""
+    if not isinstance(layout, str):
+        raise TypeError(
+            bilingual(
+                f"{name} must be the string 'interleaved' or 'halves', got {layout!r} ({type(layout).__name__}).",
+                f"{name} 必须是字符串 'interleaved' 或 'halves'，实际是 {layout!r}（{type(layout).__name__}）。",
+            )
+        )
     if layout not in LAYOUTS:
         raise ValueError(
             bilingual(
-                f"layout must be 'interleaved' or 'halves', got {layout!r}.",
-                f"layout 只能是 'interleaved' 或 'halves'，实际是 {layout!r}。",
+                f"{name} must be 'interleaved' or 'halves', got {layout!r}.",
+                f"{name} 只能是 'interleaved' 或 'halves'，实际是 {layout!r}。",
             )
         )
     return layout
+
+
+def check_rotary_heads(d_out: int, num_heads: int, base: object, layout: object) -> tuple[float, str]:
+    """The rotary settings of a multi-head module: each head's d_out / num_heads features must pair up.
+
+    Returns (base, layout) checked; the messages name the module's own arguments (rotary_base, rotary_layout).
+    """
+    head_dim = d_out // num_heads
+    if head_dim % 2:
+        raise ValueError(
+            bilingual(
+                f"Rotary positions turn features in pairs, but d_out={d_out} / num_heads={num_heads} gives {head_dim} "
+                f"features per head, an odd number; choose d_out as a multiple of 2 * num_heads = {2 * num_heads}.",
+                f"旋转位置编码把特征两两配对旋转，但 d_out={d_out} / num_heads={num_heads} 使每个头有 {head_dim} 个特征，"
+                f"是奇数；请把 d_out 设为 2 * num_heads = {2 * num_heads} 的整数倍。",
+            )
+        )
+    return _check_base(base, "rotary_base"), _check_layout(layout, "rotary_layout")
 
 
 def _positions(positions: object, num_tokens: int) -> torch.Tensor:

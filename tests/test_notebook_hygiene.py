@@ -74,7 +74,7 @@ def test_lesson_has_every_part(lesson):
     assert "parameters" in tags(code[0]) and re.search(r"^language\s*=", code[0].source, re.MULTILINE)
     assert any("solution" in tags(c) for c in code), "no exercise solution cell"
     assert sum("solution" in tags(c) for c in code) >= 2, "fewer than two exercises"
-    assert any("explore(" in c.source for c in code), "no interactive explorer"
+    assert any(re.search(r"\bexplore\(|\bshow_\w+\(", c.source) for c in code), "no interactive explorer"
     assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "**You will learn to**" in markdown and "## Summary" in markdown and "## 小结" in markdown
@@ -83,6 +83,22 @@ def test_lesson_has_every_part(lesson):
         assert re.search(rf"\]\({number - 1:02d}_[^)]+\.ipynb\)", markdown), "no link to the previous lesson"
     last = int(LESSONS[-1].name[:2])
     assert re.search(rf"\]\({number + 1:02d}_[^)]+\.ipynb\)", markdown) or number == last, "no link to the next lesson"
+
+
+PLUMBING = re.compile(r"\b(plt\.|ax\w*\.|fig\.|figure\.|widgets\.|ipywidgets\.)")
+LONGEST_CELL = 25
+
+
+def test_no_long_cell_of_plotting_plumbing(lesson):
+    """A lesson's long code cells are its subject (a class or loop to read); drawing code lives in
+    attention_utils/explorers/ and the lesson calls it in one line."""
+    path, nb = lesson
+    long_plumbing = [
+        (index, len(cell.source.splitlines()))
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and len(cell.source.splitlines()) > LONGEST_CELL and PLUMBING.search(cell.source)
+    ]
+    assert not long_plumbing, f"{path.name}: cells (index, lines) of plotting or widget code: {long_plumbing}"
 
 
 def test_solutions_are_collapsed(lesson):

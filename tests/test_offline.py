@@ -1,45 +1,21 @@
 """The whole series runs with the network cut off: a fresh network namespace with only loopback.
 
-This runs `make run LANGUAGE=zh`, so it also proves every lesson runs headlessly under papermill
-with Chinese plot labels.
+The run is `make run LANGUAGE=zh` (the `chinese_run` fixture of conftest.py), so it also proves every
+lesson runs headlessly under papermill with Chinese plot labels and printed lines.
 """
-
-import os
-import shutil
-import subprocess
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-NO_NETWORK_PROOF = (
-    "import socket\n"
-    "try:\n"
-    "    socket.create_connection(('151.101.0.223', 443), timeout=3)\n"
-    "except OSError:\n"
-    "    pass\n"
-    "else:\n"
-    "    raise SystemExit('the network is still reachable')\n"
-)
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"),
-    reason="needs root, unshare and ip to make a network namespace",
-)
+from attention_utils.course.publish import lesson_paths
 
 
-def test_series_runs_offline_in_chinese():
-    script = (
-        "ip link set lo up && "
-        f".venv/bin/python -c \"{NO_NETWORK_PROOF}\" && "
-        "make -s run LANGUAGE=zh"
-    )
-    result = subprocess.run(["unshare", "--net", "sh", "-c", script], cwd=ROOT,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    ran = sorted((ROOT / "build" / "run" / "zh").glob("[0-9][0-9]_*.ipynb"))
-    assert [p.name for p in ran] == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def test_series_runs_offline_in_chinese(chinese_run):
+    if not chinese_run.offline:
+        pytest.skip("needs root, unshare and ip to make a network namespace")
+    assert chinese_run.returncode == 0, chinese_run.output[-6000:]
+    ran = lesson_paths(chinese_run.folder)
+    assert [p.name for p in ran] == [p.name for p in lesson_paths(chinese_run.folder.parents[2] / "notebooks")]
     for path in ran:
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:

@@ -16,14 +16,13 @@ import os
 import re
 import shutil
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
 import nbformat
 import pytest
 
-from attention_utils.course.publish import lesson_paths, write_copies
+from attention_utils.course.publish import language_copy, lesson_paths, write_copies
 from attention_utils.course.site import (build_site, build_slides, for_static_export, mark_slides, slide_problems,
                                   slide_types)
 
@@ -55,6 +54,20 @@ def test_mark_slides_makes_complete_metadata(lesson, tmp_path):
     before, after = nbformat.read(lesson, as_version=4), nbformat.read(copy, as_version=4)
     assert slide_problems(after) == []
     assert [c.source for c in after.cells] == [c.source for c in before.cells]
+
+
+PLOTTING_CODE = re.compile(r"\b(plt\.|ax\w*\.|fig\.|figure\.|widgets\.|ipywidgets\.)")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)
+def test_slides_show_figures_not_plotting_code(lesson):
+    """On a classroom slide the class sees the figure; the drawing code lives in attention_utils.explorers."""
+    nb = nbformat.read(lesson, as_version=4)
+    shown = [(index, line.strip()) for index, cell in enumerate(nb.cells)
+             if cell.cell_type == "code" and cell.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
+             for line in cell.source.splitlines()
+             if PLOTTING_CODE.search(line) and not line.lstrip().startswith("#") and line.strip() != "plt.show()"]
+    assert not shown, f"plotting code on the slides (cell, line): {shown[:5]}"
 
 
 def test_slide_rules_on_a_small_lesson():
@@ -93,28 +106,24 @@ def test_static_copy_keeps_figures_drops_controls():
     assert "widgets" not in static.metadata and len(nb.cells[1].outputs) == 2
 
 
-def run_in_chinese(path: Path) -> None:
-    """Re-run a Chinese copy with language="zh", as `make copies` does, so its plots are labelled in Chinese."""
-    import papermill
-
-    papermill.execute_notebook(str(path), str(path), parameters={"language": "zh"}, kernel_name="python3",
-                               cwd=str(ROOT / "notebooks"), progress_bar=False)
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """Copies, Chinese re-runs, slides and site of every lesson, in a temporary folder.
+def built(tmp_path_factory, chinese_run) -> Path:
+    """Copies, slides and site of every lesson, in a temporary folder, as `make slides html` makes them.
 
-    SITE_BUILD=build checks what `make slides html` wrote into build/ instead of building anew.
+    The Chinese copies come from the series' one run in Chinese (`make run LANGUAGE=zh`, shared with the
+    offline test): running a lesson with language="zh" and then keeping its Chinese cells gives what
+    `make copies` gives by running the Chinese copy. SITE_BUILD=build checks what `make slides html`
+    wrote into build/ instead of building anew.
     """
     for kind in ("slides", "html"):
         shutil.rmtree(SCREENSHOTS / kind, ignore_errors=True)
     if os.environ.get("SITE_BUILD"):
         return Path(os.environ["SITE_BUILD"]).resolve()
+    assert chinese_run.returncode == 0, chinese_run.output[-6000:]
     build = tmp_path_factory.mktemp("build")
     write_copies(build, ROOT / "notebooks")
-    with ProcessPoolExecutor(max_workers=2) as pool:  # not threads: papermill changes the working folder
-        list(pool.map(run_in_chinese, lesson_paths(build / "zh")))
+    for path in lesson_paths(chinese_run.folder):
+        nbformat.write(language_copy(nbformat.read(path, as_version=4), "zh"), build / "zh" / path.name)
     build_slides(build, build / "slides")
     build_site(build, build / "html")
     return build

@@ -2,6 +2,7 @@
 
     python -m attention_utils.course.publish execute notebooks/01_*.ipynb   # run in place, store outputs
     python -m attention_utils.course.publish copies build                   # en / zh / student copies
+    python -m attention_utils.course.publish run zh build/run/zh            # every lesson with papermill
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+
+from ..checks import bilingual
 
 LANGUAGE_TAGS = ("en", "zh")
 HEADING = re.compile(r"^(#+)\s", re.MULTILINE)
@@ -112,6 +115,44 @@ def write_copies(out: Path, folder: Path = Path("notebooks")) -> list[Path]:
     return written
 
 
+def run_series(language: str, out: Path, folder: Path = Path("notebooks")) -> bool:
+    """Run every lesson headlessly with papermill into `out`, which only ever holds a complete run.
+
+    The lessons are written into `<out>.partial/` first and moved into place when all have run, so a
+    failing lesson never leaves `out` with fresh early lessons beside stale later ones: `out` keeps the
+    previous complete run, and the failed run's outputs (with the error shown in its cell) go to
+    `<out>.failed/`. Returns True when every lesson ran.
+    """
+    import papermill
+
+    partial, failed = out.with_name(out.name + ".partial"), out.with_name(out.name + ".failed")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    lessons = lesson_paths(folder)
+    for path in lessons:
+        print(f"{path.name} ({language})", flush=True)
+        try:
+            papermill.execute_notebook(str(path), str(partial / path.name), parameters={"language": language},
+                                       cwd=str(folder), kernel_name="python3", progress_bar=False)
+        except Exception as error:  # noqa: BLE001 - a failed lesson ends the run with one clear line
+            shutil.rmtree(failed, ignore_errors=True)
+            partial.rename(failed)
+            kept_en = f"{out} still holds the last complete run" if out.exists() else f"nothing was written to {out}"
+            kept_zh = f"{out} 中仍是上一次完整运行的结果" if out.exists() else f"{out} 中没有写入任何内容"
+            print(bilingual(f"The run stopped at {path.name} ({type(error).__name__}); {kept_en}; this run's lessons, "
+                            f"with the error shown in its cell, are in {failed}.",
+                            f"运行在 {path.name} 处中断（{type(error).__name__}）；{kept_zh}；"
+                            f"本次运行的课程（出错的单元格里有报错信息）在 {failed} 中。"),
+                  file=sys.stderr, flush=True)
+            return False
+    shutil.rmtree(out, ignore_errors=True)
+    partial.rename(out)
+    shutil.rmtree(failed, ignore_errors=True)
+    print(bilingual(f"All {len(lessons)} lessons ran; outputs in {out}.", f"全部 {len(lessons)} 课运行完毕，结果在 {out} 中。"),
+          flush=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -119,11 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("paths", nargs="*", type=Path)
     copies = commands.add_parser("copies", help="write en/zh/student copies")
     copies.add_argument("out", type=Path)
+    series = commands.add_parser("run", help="run every lesson with papermill into a folder, all or nothing")
+    series.add_argument("language", choices=LANGUAGE_TAGS)
+    series.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "execute":
         for path in args.paths or lesson_paths():
             print(f"executing {path}", flush=True)
             execute(path)
+    elif args.command == "run":
+        return 0 if run_series(args.language, args.out) else 1
     else:
         for path in write_copies(args.out):
             print(path)

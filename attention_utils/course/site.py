@@ -3,7 +3,6 @@
     python -m attention_utils.course.site mark-slides notebooks/*.ipynb   # set slideshow.slide_type in every cell
     python -m attention_utils.course.site slides build                    # build/en, build/zh -> build/slides/{en,zh}
     python -m attention_utils.course.site html build                      # build/en, build/zh -> build/html/{en,zh}
-    python -m attention_utils.course.site lab-copy zh build/lab/zh        # a one-language copy to open in JupyterLab
 
 Slides and pages are exported with nbconvert from the executed one-language copies that
 `python -m attention_utils.course.publish copies build` writes (the Chinese copies re-run with language="zh").
@@ -24,7 +23,8 @@ from pathlib import Path
 
 import nbformat
 
-from .publish import LANGUAGE_TAGS, language_copy, language_of, lesson_paths, tags
+from ..checks import bilingual
+from .publish import LANGUAGE_TAGS, language_of, lesson_paths, tags
 
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 LINES_PER_SLIDE = 26  # text lines that fit on one 1280 x 800 slide at the slides' font size
@@ -191,13 +191,55 @@ def copy_assets(copies: Path, out: Path) -> None:
         shutil.copytree(str(source), target, dirs_exist_ok=True)
 
 
+# Anything in a lesson that would make a page or slide load something from the internet, or run a script.
+REMOTE_OR_SCRIPT = re.compile(
+    r"<\s*(script|iframe|object|embed|frame|base)\b"  # elements that run or load something
+    r"|<[^>]*\bon[a-z]+\s*="  # event handlers inside a tag: <img onerror=...>
+    r"|javascript:"
+    r"|<(?!a\b)[^>]*\b(src|href|data|poster|srcset|action)\s*=\s*[\"']?\s*(https?:)?//"  # a tag (not a link) loading from the web
+    r"|url\(\s*[\"']?\s*(https?:)?//|@import"  # remote CSS
+    r"|!\[[^\]]*\]\(\s*<?(https?:)?//",  # a markdown image from the web
+    re.IGNORECASE,
+)
+
+
+def offline_problems(nb) -> list[str]:
+    """Where a lesson would load something remote or run a script on a static page: cell number and what."""
+    found = []
+    for number, cell in enumerate(nb.cells):
+        texts = [cell.source] if cell.cell_type == "markdown" else []
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            if "application/javascript" in data:
+                found.append(f"cell {number}: a JavaScript output")
+            texts.append(str(data.get("text/html", "")))
+        for text in texts:
+            if match := REMOTE_OR_SCRIPT.search(text):
+                found.append(f"cell {number}: {match.group(0).strip()!r}")
+    return found
+
+
 def for_static_export(nb):
-    """A copy fit for a static page: no widget controls, lesson links to .html.
+    """A copy fit for a static page: no widget controls, lesson links to .html; refused if it would go online.
+
+    Slides and pages promise to work offline and to run no script of a lesson's own: a teacher who
+    adds a remote image, an iframe or a script to a lesson is told where, instead of the build
+    silently breaking that promise.
 
     The explorers' default figures are ordinary image outputs, so they stay; the controls above
     them only work with a running kernel and are left out. The cell papermill injected (language
     = "zh") stays beside the parameters cell and takes its slide type.
     """
+    problems = offline_problems(nb)
+    if problems:
+        listed = "; ".join(problems)
+        raise ValueError(
+            bilingual(
+                f"This lesson would load something from the internet or run a script on an offline page ({listed}); "
+                "use a local image in figures/ and plain markdown instead.",
+                f"这一课在离线网页上会从网络加载内容或运行脚本（{listed}）；请改用 figures/ 中的本地图片和普通 Markdown。",
+            )
+        )
     result = copy.deepcopy(nb)
     result.metadata.pop("widgets", None)
     parameters = next((c for c in result.cells if "parameters" in tags(c)), None)
@@ -314,23 +356,6 @@ def build_site(copies: Path, out: Path) -> list[Path]:
     return written
 
 
-# --- one-language copy for JupyterLab -----------------------------------------------------------
-
-def write_lab_copy(language: str, out: Path, folder: Path = Path("notebooks")) -> list[Path]:
-    """One language of every lesson in out/notebooks, figures in out/figures, plots set to that language."""
-    shutil.copytree(folder.parent / "figures", out / "figures", dirs_exist_ok=True)  # lessons link ../figures/
-    written = []
-    for path in lesson_paths(folder):
-        nb = language_copy(nbformat.read(path, as_version=4), language)
-        parameters = next(c for c in nb.cells if "parameters" in tags(c))
-        parameters.source = re.sub(r'^language = "\w+"', f'language = "{language}"', parameters.source, flags=re.MULTILINE)
-        target = out / "notebooks" / path.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, target)
-        written.append(target)
-    return written
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -339,9 +364,6 @@ def main(argv: list[str] | None = None) -> int:
     for name, help_text in (("slides", "reveal.js slides into BUILD/slides"), ("html", "a static site into BUILD/html")):
         command = commands.add_parser(name, help=help_text)
         command.add_argument("build", type=Path, help="the folder holding en/ and zh/ executed copies")
-    lab = commands.add_parser("lab-copy", help="a one-language copy of the series for JupyterLab")
-    lab.add_argument("language", choices=LANGUAGE_TAGS)
-    lab.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "mark-slides":
         for path in args.paths or lesson_paths():
@@ -350,12 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "slides":
         for path in build_slides(args.build, args.build / "slides"):
             print(path)
-    elif args.command == "html":
+    else:
         for path in build_site(args.build, args.build / "html"):
             print(path)
-    else:
-        written = write_lab_copy(args.language, args.out)
-        print(f"{len(written)} lessons in {args.language} in {args.out / 'notebooks'}")
     return 0
 
 

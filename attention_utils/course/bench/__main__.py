@@ -5,9 +5,11 @@
     python -m attention_utils.course.bench --check    # full run that fails unless the fused module meets its targets
     python -m attention_utils.course.bench --kernel   # only lesson 9's kernel memory: explicit vs tiled vs SDPA
     python -m attention_utils.course.bench --same-process --check   # only redo the same-process comparison
+    python -m attention_utils.course.bench --decode   # only lesson 12's decoding: KV cache, GQA, window, FlexAttention
 
-A full run saves what the lessons and the README quote in figures/bench_results.json and
-figures/bench_kernel.json (committed), and draws every figure in English and in Chinese.
+A full run saves what the lessons and the README quote in figures/bench_results.json,
+figures/bench_kernel.json and figures/bench_decode.json (committed), and draws every figure in
+English and in Chinese.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED, SAVED_KERNEL, load_saved
+from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, load_saved
+from .decode import DECODE_FULL, DECODE_QUICK
+from .decode_report import run_decode
 from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
 from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
@@ -35,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--same-process", action="store_true",
                         help="only redo the same-process comparison into the saved results, then redraw and update the README")
     parser.add_argument("--kernel", action="store_true", help="only measure lesson 9's kernels into figures/bench_kernel.json")
+    parser.add_argument("--decode", action="store_true",
+                        help="only the decode benchmark (lesson 12) into figures/bench_decode.json (with --quick: build/bench/quick/)")
     parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
@@ -43,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--check needs the full workload; leave out --quick")
     out = args.out or ROOT / "build" / "bench" / ("quick" if args.quick else "")
     began = time.perf_counter()
+    if args.decode:
+        decoded = run_decode(DECODE_QUICK if args.quick else DECODE_FULL, args.threads, out, args.quick, args.replot)
+        print(f"decode results in {out if args.quick else SAVED_DECODE}; {time.perf_counter() - began:.0f} s")
+        return finish(decoded["checks"] if args.check else [])
     if args.kernel:
         save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
         print(f"kernel results in {SAVED_KERNEL}; {time.perf_counter() - began:.0f} s")
@@ -78,11 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         update_readme(markdown(results))
         if not (args.replot or args.same_process):
             save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
+        if not args.same_process:
+            decoded = run_decode(DECODE_FULL, args.threads, out, quick=False, replot=args.replot)
+            results.setdefault("checks", []).extend(decoded["checks"] if args.check else [])
     print(report(results))
-    for item in results.get("checks", []):
-        print(("PASS " if item["passed"] else "FAIL ") + item["target"])
     print(f"results in {out}, figures in {figures}; {time.perf_counter() - began:.0f} s in all")
-    return 0 if all(item["passed"] for item in results.get("checks", [])) else 1
+    return finish(results.get("checks", []))
+
+
+def finish(checks: list[dict]) -> int:
+    """Print the targets met and missed; exit status 1 if any was missed."""
+    for item in checks:
+        print(("PASS " if item["passed"] else "FAIL ") + item["target"])
+    return 0 if all(item["passed"] for item in checks) else 1
 
 
 if __name__ == "__main__":

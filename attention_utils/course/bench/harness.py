@@ -153,22 +153,34 @@ def measure_kernel(key: str, length: int, threads: int) -> dict:
 
 
 def time_kernels_together(length: int, calls: int, threads: int) -> dict:
-    """The three kernels timed in one process at one length, the order rotated every round: fair under load."""
+    """The three kernels in one process at one length, as neighbouring pairs in alternating order (as lesson 8's steps).
+
+    The explicit version is timed against the tiled loop, the tiled loop against SDPA: the two kernels of a pair are
+    called back to back, first one then the other, so both sides of a ratio share the input, the machine's moment
+    and what ran just before. (A fixed rotation always ran one kernel right after the explicit version's (T, T)
+    buffers were freed.) `ratios` holds each pair's ratio of medians; `median_ms` every call of a kernel.
+    """
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     shape = (KERNEL_SHAPE["batch"], KERNEL_SHAPE["heads"], length, KERNEL_SHAPE["head_dim"])
     queries, keys, values = (torch.randn(shape) for _ in range(3))
-    order = list(KERNELS)
-    times: dict[str, list[float]] = {key: [] for key in order}
+    times: dict[str, list[float]] = {key: [] for key in KERNELS}
+    ratios = {}
     with torch.inference_mode():
-        for key in order:
+        for key in KERNELS:
             KERNELS[key][1](queries, keys, values)  # warm-up
-        for call in range(calls):
-            for key in order[call % len(order):] + order[: call % len(order)]:
-                start = time.perf_counter()
-                KERNELS[key][1](queries, keys, values)
-                times[key].append(time.perf_counter() - start)
-    return {"length": length, "calls": calls, "median_ms": {key: 1e3 * statistics.median(t) for key, t in times.items()}}
+        for first, second in (("explicit", "tiled"), ("tiled", "sdpa")):
+            pair: dict[str, list[float]] = {first: [], second: []}
+            for call in range(calls):
+                for key in (first, second) if call % 2 == 0 else (second, first):
+                    start = time.perf_counter()
+                    KERNELS[key][1](queries, keys, values)
+                    pair[key].append(time.perf_counter() - start)
+            ratios[f"{first}/{second}"] = statistics.median(pair[first]) / statistics.median(pair[second])
+            for key, found in pair.items():
+                times[key] += found
+    return {"length": length, "calls": calls, "median_ms": {key: 1e3 * statistics.median(t) for key, t in times.items()},
+            "ratios": ratios}
 
 
 def measure_kernels(threads: int, rounds: int = KERNEL_ROUNDS) -> dict:

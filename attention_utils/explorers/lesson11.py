@@ -1,0 +1,153 @@
+"""Lesson 11's figures: feature pairs turning on a circle, accuracy at longer lengths, and the rotation explorer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ..language import text
+from ..plotting import show_heatmaps
+from ..rotary import apply_rotary, rotary_frequencies
+from ..widgets import explore
+
+PALETTE = ["tab:blue", "tab:green", "tab:purple", "tab:cyan", "tab:brown", "tab:pink", "tab:gray", "tab:olive"]
+
+
+def turned_pair(pairs: torch.Tensor, index: int, head_dim: int, positions: torch.Tensor, base: float) -> torch.Tensor:
+    """Pairs (T, 2) placed as feature pair `index` of a head, turned by the package at `positions`, read back (T, 2)."""
+    heads = torch.zeros(len(pairs), head_dim, dtype=torch.float64)
+    heads[:, 2 * index : 2 * index + 2] = pairs.double()
+    return apply_rotary(heads, positions, base)[:, 2 * index : 2 * index + 2]
+
+
+def _circle(ax: Axes, radius: float) -> None:
+    """A grey circle of `radius` around the origin, square axes, no frame."""
+    turn = torch.linspace(0, 2 * math.pi, 200)
+    ax.plot(radius * torch.cos(turn), radius * torch.sin(turn), color="lightgray", linewidth=1)
+    ax.axhline(0, color="lightgray", linewidth=0.6)
+    ax.axvline(0, color="lightgray", linewidth=0.6)
+    limit = 1.45 * radius
+    ax.set(xlim=(-limit, limit), ylim=(-limit, limit), aspect="equal", xticks=[], yticks=[])
+    for side in ax.spines.values():
+        side.set_visible(False)
+
+
+def _arrow(ax: Axes, pair: torch.Tensor, color: str, label: str | None = None, faint: bool = False,
+           label_at: float = 1.16) -> None:
+    """One 2-D feature pair as an arrow from the origin, with its label `label_at` times as far out as the tip."""
+    x, y = pair.tolist()
+    ax.annotate("", (x, y), (0, 0), arrowprops=dict(arrowstyle="-|>", color=color, linewidth=1 if faint else 2.2,
+                                                    linestyle=":" if faint else "-", alpha=0.45 if faint else 1.0))
+    if label:
+        ax.text(label_at * x, label_at * y, label, color=color, ha="center", va="center", fontsize=9)
+
+
+def draw_turned_tokens(pairs: torch.Tensor, tokens: Sequence[str], head_dim: int = 64, base: float = 10000.0) -> Figure:
+    """Token t's pair (row t of `pairs`) turned at position t: as the fastest pair of a head (left), as the slowest (right).
+
+    Dotted arrows are the pairs before turning; the labels give each token's position.
+    """
+    speeds = rotary_frequencies(head_dim, base)
+    positions = torch.arange(len(pairs))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.2), layout="constrained")
+    for ax, index, (which_en, which_zh) in zip(axes, (0, len(speeds) - 1), (("fastest", "最快"), ("slowest", "最慢"))):
+        _circle(ax, pairs.norm(dim=-1).max().item())
+        turned = turned_pair(pairs, index, head_dim, positions, base)
+        for position, token in enumerate(tokens):
+            color = PALETTE[position % len(PALETTE)]
+            _arrow(ax, pairs[position].double(), color, faint=True)
+            # labels alternate between two distances, so two tokens whose arrows nearly coincide stay readable
+            _arrow(ax, turned[position], color, f"{token} ({position})", label_at=1.14 if position % 2 else 1.38)
+        ax.set_title(text(f"pair {index} of {head_dim // 2} ({which_en}):\n{speeds[index]:.3g} rad per position",
+                          f"{head_dim // 2} 个特征对中的特征对 {index}（{which_zh}）：\n每个位置转 {speeds[index]:.3g} 弧度"))
+    return fig
+
+
+def draw_layout_maps(right: torch.Tensor, converted: torch.Tensor, wrong: torch.Tensor, tokens: Sequence[str]) -> Figure:
+    """Three (T, T) maps of one head side by side: as stored (interleaved), halves after reordering, halves without."""
+    titles = [text("interleaved (as stored)", "相邻配对（按存储的方式）"), text("halves, rows reordered", "前后两半配对，行已重排"),
+              text("halves, rows as stored", "前后两半配对，行未重排")]
+    return show_heatmaps(torch.stack([right, converted, wrong])[None], xlabel=text("keys", "键"), ylabel=text("queries", "查询"),
+                         titles=titles, xticklabels=list(tokens), yticklabels=list(tokens), vmin=0, vmax=1, figsize=(14, 4.6))
+
+
+def draw_length_accuracy(accuracies: dict[str, Sequence[float]], lengths: Sequence[int], chance: float) -> Figure:
+    """Held-out accuracy against sequence length, one line per kind of positions; the first length is the trained one."""
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    for (label, values), marker in zip(accuracies.items(), "osD^v"):
+        ax.plot(lengths, [100 * v for v in values], marker=marker, label=label)
+    ax.axhline(100 * chance, color="gray", linestyle=":", label=text("guessing a letter", "随机猜一个字母"))
+    ax.axvspan(lengths[0] * 0.9, lengths[0] * 1.1, color="gold", alpha=0.25, label=text("training length", "训练长度"))
+    ax.set(xscale="log", xticks=list(lengths), xticklabels=[str(n) for n in lengths], ylim=(0, 105),
+           xlabel=text("sequence length", "序列长度"), ylabel=text("held-out accuracy (%)", "留出准确率（%）"))
+    ax.legend(loc="lower left", fontsize=9)
+    return fig
+
+
+def draw_weight_by_offset(weights: torch.Tensor, trained_length: int) -> Figure:
+    """Attention weight (one per key) of the last query against its offset m − n, offsets seen in training shaded."""
+    offsets = torch.arange(len(weights) - 1, -1, -1)  # key n of the last query m = T - 1 sits at offset m - n
+    fig, ax = plt.subplots(figsize=(7.5, 3.4), layout="constrained")
+    ax.bar(offsets.tolist(), weights.tolist(), width=0.8, color="tab:purple")
+    ax.axvspan(-0.5, trained_length - 0.5, color="gold", alpha=0.25,
+               label=text(f"offsets seen in training (0 to {trained_length - 1})", f"训练中见过的位置差（0 到 {trained_length - 1}）"))
+    ax.set(xlabel=text("offset m − n (how far back the key is)", "位置差 m − n（键在多远之前）"),
+           ylabel=text("mean attention weight", "平均注意力权重"), xlim=(-1, len(weights)))
+    ax.legend()
+    return fig
+
+
+def draw_rotation(query: torch.Tensor, key: torch.Tensor, base: float, shift: int, gap: int, pair: int,
+                  longest_shift: int) -> Figure:
+    """Left: pair `pair` of the query (at m = gap + shift) and of the key (at n = shift) on the circle.
+
+    Right: the whole score q·k as both move together (flat) and as only the query moves (not flat).
+    """
+    head_dim = query.shape[-1]
+    shifts = torch.arange(longest_shift + 1)
+    queries = apply_rotary(query.double().expand(len(shifts), head_dim), shifts + gap, base)  # row s: query at gap + s
+    keys = apply_rotary(key.double().expand(len(shifts), head_dim), shifts, base)  # row s: key at s
+    together = (queries * keys).sum(-1)
+    query_only = queries @ keys[0]  # the key stays at position 0
+    fig, (circle, scores) = plt.subplots(1, 2, figsize=(10.5, 4.4), layout="constrained",
+                                         gridspec_kw={"width_ratios": [1, 1.4]})
+    features = slice(2 * pair, 2 * pair + 2)
+    _circle(circle, max(query[features].norm().item(), key[features].norm().item(), 1e-6))
+    _arrow(circle, query[features].double(), "tab:orange", faint=True)
+    _arrow(circle, key[features].double(), "tab:blue", faint=True)
+    _arrow(circle, queries[shift, features], "tab:orange", text(f"query, m = {gap + shift}", f"查询，m = {gap + shift}"))
+    _arrow(circle, keys[shift, features], "tab:blue", text(f"key, n = {shift}", f"键，n = {shift}"))
+    speed = rotary_frequencies(head_dim, base)[pair].item()
+    part = (queries[shift, features] * keys[shift, features]).sum().item()  # this pair's share of the score
+    circle.set_title(text(f"pair {pair}: {speed:.3g} rad per position\nits part of the score: {part:.4f}",
+                          f"特征对 {pair}：每个位置转 {speed:.3g} 弧度\n它在分数中的份额：{part:.4f}"))
+    scores.plot(shifts, together, color="tab:purple", label=text("query at m − n + s, key at s", "查询在 m − n + s，键在 s"))
+    scores.plot(shifts, query_only, color="gray", linestyle="--",
+                label=text("query at m − n + s, key stays at 0", "查询在 m − n + s，键留在 0"))
+    scores.plot([shift], [together[shift]], "o", color="tab:purple", markersize=8)
+    scores.set(xlabel=text("shift s", "平移量 s"), ylabel=text("score q·k", "分数 q·k"),
+               title=text(f"m − n = {gap}, s = {shift}: score {together[shift]:.4f}",
+                          f"m − n = {gap}，s = {shift}：分数 {together[shift]:.4f}"))
+    scores.legend(loc="lower left", fontsize=9)
+    return fig
+
+
+def show_rotation(query: torch.Tensor, key: torch.Tensor, base: float = 10000.0, longest_shift: int = 60) -> None:
+    """The explorer: move query and key together (shift), set how far apart they are (m − n), pick a feature pair."""
+    speeds = rotary_frequencies(query.shape[-1], base)
+    pairs = [(text(f"pair {i} ({speed:.3g} rad per position)", f"特征对 {i}（每个位置转 {speed:.3g} 弧度）"), i)
+             for i, speed in enumerate(speeds.tolist())]
+
+    def draw(shift: int, gap: int, pair: int) -> Figure:
+        return draw_rotation(query, key, base, shift, gap, pair, longest_shift)
+
+    explore(draw,
+            shift=widgets.IntSlider(value=0, min=0, max=longest_shift, description=text("shift", "平移量")),
+            gap=widgets.IntSlider(value=2, min=0, max=8, description="m − n"),
+            pair=widgets.Dropdown(options=pairs, value=0, description=text("pair", "特征对")))

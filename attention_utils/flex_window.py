@@ -1,0 +1,88 @@
+"""Sliding-window attention with FlexAttention: a block mask lets the compiled kernel skip whole blocks of keys.
+
+`torch.nn.attention.flex_attention` takes the mask as a small function of (batch, head, query,
+key) and a block mask that records which (query block, key block) tiles hold anything visible.
+Compiled, it visits only those tiles, so a window of W keys costs about T x W work instead of
+T x T / 2. On the CPU in torch 2.13 it is forward only, compiling takes seconds, and it fails on
+machines without a C++ compiler and under ATEN_CPU_CAPABILITY=default; `flex_window_attention`
+then runs FlexAttention eagerly (same numbers, every score computed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import warnings
+from collections.abc import Callable
+from functools import cache
+
+import torch
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+from .checks import bilingual, check_size, check_tensor
+from .sliding_window import check_window, sliding_window_mask
+
+
+def window_mask_mod(window: int, sinks: int = 0) -> Callable[..., torch.Tensor]:
+    """The mask as FlexAttention reads it: True = may attend (the opposite of the package's masks)."""
+    window, sinks = check_window(window, sinks)
+
+    def may_attend(batch: torch.Tensor, head: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+        return (key <= query) & ((query - key < window) | (key < sinks))
+
+    return may_attend
+
+
+def visible_blocks(num_tokens: int, window: int, sinks: int = 0, block_size: int = 128) -> torch.Tensor:
+    """(T / block, T / block) True where a tile of the sliding-window mask holds at least one visible key."""
+    num_tokens, block_size = check_size(num_tokens, "num_tokens"), check_size(block_size, "block_size")
+    if num_tokens % block_size:
+        raise ValueError(
+            bilingual(
+                f"num_tokens={num_tokens} must be a multiple of block_size={block_size}, so the tiles cover the mask exactly.",
+                f"num_tokens={num_tokens} 必须是 block_size={block_size} 的整数倍，这样分块才能正好铺满整个掩码。",
+            )
+        )
+    blocks = num_tokens // block_size
+    may_attend = ~sliding_window_mask(num_tokens, window, sinks)  # (T, T)
+    return may_attend.view(blocks, block_size, blocks, block_size).any(dim=3).any(dim=1)
+
+
+def window_block_mask(num_tokens: int, window: int, sinks: int = 0, block_size: int = 128) -> BlockMask:
+    """FlexAttention's block mask for the window: per query block, the key blocks to visit; all others are skipped."""
+    tiles = visible_blocks(num_tokens, window, sinks, block_size)  # (query blocks, key blocks)
+    counts = tiles.sum(dim=-1).to(torch.int32)  # how many key blocks each query block visits
+    visit_first = torch.argsort((~tiles).to(torch.int8), dim=-1, stable=True).to(torch.int32)  # their indices first
+    return BlockMask.from_kv_blocks(counts[None, None], visit_first[None, None], BLOCK_SIZE=block_size,
+                                    mask_mod=window_mask_mod(window, sinks))
+
+
+def can_compile() -> bool:
+    """True where torch.compile can build CPU kernels: a C++ compiler, and kernels other than the plain default ones."""
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":  # ATEN_CPU_CAPABILITY=default
+        return False
+    compilers = ("cl",) if sys.platform == "win32" else ("g++", "clang++", "c++")
+    return bool(os.environ.get("CXX")) or any(shutil.which(name) for name in compilers)
+
+
+@cache
+def _compiled() -> Callable[..., torch.Tensor]:
+    return torch.compile(flex_attention)
+
+
+def flex_window_attention(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, block_mask: BlockMask, compiled: bool | None = None
+) -> torch.Tensor:
+    """FlexAttention of (b, h, T, head_dim) tensors under `block_mask`: compiled where it can be, else eager.
+
+    `compiled=None` decides with can_compile(). Eager FlexAttention warns that it computes every
+    score (no block is skipped); that is the fallback we chose, so the warning is silenced here.
+    """
+    for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(tensor, name, ranks=(4,))
+    if can_compile() if compiled is None else compiled:
+        return _compiled()(queries, keys, values, block_mask=block_mask)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+        return flex_attention(queries, keys, values, block_mask=block_mask)

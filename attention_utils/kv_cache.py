@@ -1,0 +1,232 @@
+"""The KV cache: the keys and values each attention layer already computed, kept so a new token never recomputes them.
+
+Generating text token by token, the keys and values of earlier tokens never change (a causal
+model never lets them see later tokens). So each layer stores them once, and a new token only
+computes its own query, key and value. `LayerCache` holds one layer's; `KVCache` one per layer.
+
+With a sliding window the cache keeps only what a future query may still see: the last
+`window` tokens (and the first `sinks`). It then works as a ring buffer: once full, the new
+key and value overwrite the oldest ones in place, so its memory stops growing.
+
+The cache counts `position`, the tokens seen so far, apart from the tokens it keeps: the next
+token's position is `position`, whatever the window dropped.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .checks import bilingual, check_size, check_tensor
+from .sliding_window import check_window
+
+
+def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, tokens: int, bytes_per_value: int = 4,
+                   batch: int = 1) -> int:
+    """Bytes of keys and values for `tokens` tokens: 2 (K and V) x layers x kv_heads x head_dim x tokens x bytes x batch."""
+    return 2 * num_layers * num_kv_heads * head_dim * tokens * bytes_per_value * batch
+
+
+class LayerCache:
+    """The keys and values one attention layer has seen, each (batch, kv_heads, tokens kept, head_dim), and their positions.
+
+    They live in buffers that grow by doubling, so a decode step writes one token in place instead of
+    copying the whole cache into new memory (torch.cat at every step spends its time allocating).
+    `nbytes` counts the keys and values held; `reserved_bytes` the buffers: at most twice that while
+    the cache grows, and exactly that once a windowed cache is full.
+    """
+
+    def __init__(self) -> None:
+        self._keys: torch.Tensor | None = None  # (b, kv_heads, slots reserved, head_dim)
+        self._values: torch.Tensor | None = None
+        self.positions = torch.empty(0, dtype=torch.long)  # (tokens kept,): the position of the token in each slot
+        self.position = 0  # tokens seen so far, which is the position of the next token
+        self.window: int | None = None
+        self.sinks = 0
+        self._oldest = 0  # the ring slot the next token overwrites, once a windowed cache is full
+
+    @property
+    def keys(self) -> torch.Tensor | None:
+        """The keys kept, (b, kv_heads, tokens kept, head_dim), slot by slot (a ring buffer's slots are not in order)."""
+        return None if self._keys is None else self._keys[:, :, : self.positions.numel()]
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        """The values kept, in the same slots as the keys."""
+        return None if self._values is None else self._values[:, :, : self.positions.numel()]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values held: 2 x kv_heads x head_dim x tokens kept x bytes per value x batch."""
+        if self._keys is None:
+            return 0
+        return 2 * self.keys.numel() * self.keys.element_size()
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes of the buffers that hold them (the positions are bookkeeping and not counted)."""
+        if self._keys is None:
+            return 0
+        return 2 * self._keys.numel() * self._keys.element_size()
+
+    @property
+    def capacity(self) -> int | None:
+        """The most tokens this cache keeps: window + sinks, or None (no limit) without a window."""
+        return None if self.window is None else self.window + self.sinks
+
+    def update(
+        self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Add the new tokens' keys and values (b, kv_heads, T, head_dim); return what their queries may attend to.
+
+        Returns every key and value kept before plus the new ones, and their positions, so the
+        caller can build the mask. Then keeps only what later queries may still need.
+        """
+        window, sinks = check_window(window, sinks)
+        self._check(keys, values, window, sinks)
+        num_new, kept = keys.shape[2], self.positions.numel()
+        new_positions = torch.arange(self.position, self.position + num_new, device=keys.device)
+        self.position += num_new
+        if kept == self.capacity and num_new == 1:  # a full ring buffer: overwrite the oldest slot in place
+            slot = self._oldest
+            self._keys[:, :, slot], self._values[:, :, slot] = keys[:, :, 0], values[:, :, 0]
+            self.positions[slot] = new_positions[0]
+            self._oldest = sinks + (slot - sinks + 1) % window
+            return self.keys, self.values, self.positions
+        self._reserve(keys, kept + num_new)
+        self._keys[:, :, kept : kept + num_new] = keys
+        self._values[:, :, kept : kept + num_new] = values
+        self.positions = torch.cat([self.positions.to(keys.device), new_positions])
+        self._oldest = sinks
+        if self.capacity is None or self.positions.numel() <= self.capacity:
+            return self.keys, self.values, self.positions
+        # a chunk under a window: its queries see everything held, then the cache drops what no later query sees
+        seen = (self.keys.clone(), self.values.clone(), self.positions)
+        visible = ((self.positions < sinks) | (self.positions >= self.position - window)).nonzero().flatten()
+        visible = visible[self.positions[visible].argsort()]  # sinks first, then the window, oldest first
+        self._keys, self._values = seen[0][:, :, visible], seen[1][:, :, visible]  # exactly window + sinks slots
+        self.positions = self.positions[visible]
+        return seen
+
+    def _reserve(self, like: torch.Tensor, slots: int) -> None:
+        """Make room for `slots` tokens: double the buffers when they are full (up to the window, if any)."""
+        reserved = 0 if self._keys is None else self._keys.shape[2]
+        if slots <= reserved:
+            return
+        grown = max(slots, 2 * reserved)
+        if self.capacity is not None:
+            grown = max(slots, min(grown, self.capacity))
+        b, heads, _, head_dim = like.shape
+        kept = self.positions.numel()
+        for name in ("_keys", "_values"):
+            buffer = like.new_empty(b, heads, grown, head_dim)
+            if kept:
+                buffer[:, :, :kept] = getattr(self, name)[:, :, :kept]
+            setattr(self, name, buffer)
+
+    def _check(self, keys: object, values: object, window: int | None, sinks: int) -> None:
+        """New keys and values match each other and what is stored; the window never changes."""
+        check_tensor(keys, "keys", ranks=(4,))
+        check_tensor(values, "values", ranks=(4,))
+        if keys.shape != values.shape or keys.dtype != values.dtype:
+            raise ValueError(
+                bilingual(
+                    f"keys {tuple(keys.shape)} {keys.dtype} and values {tuple(values.shape)} {values.dtype} must have "
+                    "the same shape (batch, kv_heads, T, head_dim) and dtype.",
+                    f"keys {tuple(keys.shape)} {keys.dtype} 与 values {tuple(values.shape)} {values.dtype} 的形状"
+                    "（batch, kv_heads, T, head_dim）和类型必须相同。",
+                )
+            )
+        if self._keys is None:
+            self.window, self.sinks = window, sinks
+            return
+        if (window, sinks) != (self.window, self.sinks):
+            raise ValueError(
+                bilingual(
+                    f"This cache was filled with window={self.window}, sinks={self.sinks}, not window={window}, "
+                    f"sinks={sinks}; use a new KVCache for a model with another window.",
+                    f"这个缓存是按 window={self.window}、sinks={self.sinks} 填充的，而不是 window={window}、sinks={sinks}；"
+                    "换了窗口的模型请使用新的 KVCache。",
+                )
+            )
+        stored = (self.keys.shape[0], self.keys.shape[1], self.keys.shape[3], str(self.keys.dtype), str(self.keys.device))
+        new = (keys.shape[0], keys.shape[1], keys.shape[3], str(keys.dtype), str(keys.device))
+        if stored != new:
+            raise ValueError(
+                bilingual(
+                    f"The new keys (batch, kv_heads, head_dim, dtype, device) = {new} do not match the cached ones "
+                    f"{stored}; use a new KVCache for each sequence or batch.",
+                    f"新的键 (batch, kv_heads, head_dim, dtype, device) = {new} 与缓存中的 {stored} 不一致；"
+                    "每个序列或批次请使用新的 KVCache。",
+                )
+            )
+
+
+class KVCache:
+    """One LayerCache per attention layer of a model, for one batch of sequences: pass `cache[i]` to layer i."""
+
+    def __init__(self, num_layers: int) -> None:
+        self.layers = [LayerCache() for _ in range(check_size(num_layers, "num_layers"))]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __getitem__(self, layer: int) -> LayerCache:
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(self.layers):
+            raise IndexError(
+                bilingual(
+                    f"layer must be an integer from 0 to {len(self.layers) - 1}, got {layer!r}.",
+                    f"layer 必须是 0 到 {len(self.layers) - 1} 之间的整数，实际是 {layer!r}。",
+                )
+            )
+        return self.layers[layer]
+
+    @property
+    def position(self) -> int:
+        """Tokens seen so far: the position the next token gets (not the number of tokens kept)."""
+        return self.layers[0].position
+
+    @property
+    def tokens_kept(self) -> int:
+        """Tokens whose keys and values each layer holds now."""
+        return self.layers[0].positions.numel()
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of every layer's keys and values, in bytes."""
+        return sum(layer.nbytes for layer in self.layers)
+
+
+def check_layer_cache(cache: object, padding_mask: object = None) -> int:
+    """A module gets one layer's cache (cache[i] of a KVCache), and no padding with it; returns the next position."""
+    if not isinstance(cache, LayerCache):
+        hint_en, hint_zh = (" (the whole KVCache was passed: give layer i its cache[i])",
+                            "（传入的是整个 KVCache：请把 cache[i] 交给第 i 层）") if isinstance(cache, KVCache) else ("", "")
+        raise TypeError(
+            bilingual(
+                f"cache must be one layer's LayerCache, got {type(cache).__name__}{hint_en}.",
+                f"cache 必须是某一层的 LayerCache，实际是 {type(cache).__name__}{hint_zh}。",
+            )
+        )
+    if padding_mask is not None:
+        raise ValueError(
+            bilingual(
+                "A cache decodes one batch of sequences of the same length; padding_mask cannot be combined with it. "
+                "Generate each sequence on its own, or without a cache.",
+                "缓存用于解码一批等长的序列，不能与 padding_mask 一起使用。请逐个序列生成，或者不用缓存。",
+            )
+        )
+    return cache.position
+
+
+def check_model_cache(cache: object, num_layers: int) -> int:
+    """A model gets a whole KVCache with one LayerCache per layer; returns the next token's position."""
+    if not isinstance(cache, KVCache) or len(cache) != num_layers:
+        got = f"a KVCache of {len(cache)} layers" if isinstance(cache, KVCache) else type(cache).__name__
+        got_zh = f"{len(cache)} 层的 KVCache" if isinstance(cache, KVCache) else type(cache).__name__
+        raise TypeError(
+            bilingual(
+                f"cache must be KVCache({num_layers}), one LayerCache per layer of the model, got {got}.",
+                f"cache 必须是 KVCache({num_layers})，模型的每一层对应一个 LayerCache，实际是 {got_zh}。",
+            )
+        )
+    return cache.position

@@ -1,0 +1,104 @@
+"""Lesson 12 checkers: right answers in every numeric form get ✅, typical mistakes their hint, nothing ends in a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_utils.exercises import lesson12
+
+# SmolLM2-135M from its config.json: 30 layers, 3 key/value heads of 64 features; float32 keys and values.
+PER_TOKEN = 30 * 3 * 64 * 4 * 2  # one token: keys and values of every layer, 4 bytes each = 46,080
+CACHE_BYTES = PER_TOKEN * 2048
+
+
+def said(check, *answer) -> str:
+    """What a checker prints for `answer` (captured here: Hypothesis runs many answers in one test)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        check(*answer)
+    return printed.getvalue()
+
+
+class Unreadable:
+    """An answer whose every comparison or conversion raises, as a learner's half-written object might."""
+
+    def __eq__(self, other):
+        raise RuntimeError("no comparison")
+
+    __lt__ = __gt__ = __le__ = __ge__ = __eq__
+    __hash__ = None
+
+    def __float__(self):
+        raise RuntimeError("no float")
+
+    __index__ = __int__ = __float__
+
+
+NUMBER_FORMS = [int, float, np.int64, np.float64, torch.tensor, lambda x: torch.tensor(x, dtype=torch.float64)]
+
+
+@pytest.mark.parametrize("form", NUMBER_FORMS)
+def test_cache_bytes_right_in_every_form(form):
+    assert CACHE_BYTES == 94_371_840
+    assert "Correct" in said(lesson12.check_cache_bytes, form(CACHE_BYTES))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (CACHE_BYTES * 3, "key/value heads"),  # 9 query heads instead of 3 key/value heads
+    (CACHE_BYTES // 2048, "one token"),
+    (CACHE_BYTES // 30, "one layer"),
+    (CACHE_BYTES * 8, "bits"),
+    (CACHE_BYTES // 2, "keys alone"),
+    (CACHE_BYTES * 2, "not 8"),  # 8-byte float64 (a 2-byte bfloat16 gives the keys-alone number, caught first)
+    (CACHE_BYTES // 4, "not 1"),
+    (90.0, "MiB"),
+    (12_345_678, "Multiply"),
+])
+def test_cache_bytes_mistakes_get_their_hint(wrong, hint):
+    out = said(lesson12.check_cache_bytes, wrong)
+    assert "Not yet" in out and hint in out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.integers(), st.floats(allow_nan=True), st.text(), st.none(), st.lists(st.integers(), max_size=3)))
+def test_cache_bytes_never_raises(answer):
+    out = said(lesson12.check_cache_bytes, answer)
+    assert ("Correct" in out) == (answer == CACHE_BYTES and not isinstance(answer, bool))
+
+
+def test_cache_bytes_answers_odd_objects():
+    for answer in (Unreadable(), ..., True, torch.tensor([CACHE_BYTES]), np.float64(CACHE_BYTES) + 0.5):
+        assert "Not yet" in said(lesson12.check_cache_bytes, answer)
+
+
+@pytest.mark.parametrize("form", NUMBER_FORMS)
+def test_window_right_in_every_form(form):
+    # periods 3..7: predicting the next token reads the key 6 steps back; W keys reach W - 1 steps back
+    assert "Correct" in said(lesson12.check_window, form(7), 3, 7)
+    assert "Correct" in said(lesson12.check_window, form(5), 2, 5)
+
+
+@pytest.mark.parametrize("wrong, hint", [(6, "Almost"), (9, "smaller window"), (3, "Too small"), (0, "at least 1"),
+                                         ("7", "whole number"), (7.5, "whole number")])
+def test_window_mistakes_get_their_hint(wrong, hint):
+    out = said(lesson12.check_window, wrong, 3, 7)
+    assert "Not yet" in out and hint in out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.integers(-5, 40), st.floats(allow_nan=True), st.text(max_size=3), st.none()))
+def test_window_never_raises(answer):
+    out = said(lesson12.check_window, answer, 3, 7)
+    assert ("Correct" in out) == (answer == 7 and not isinstance(answer, bool))
+
+
+def test_window_answers_odd_objects():
+    for answer in (Unreadable(), ..., True, [7]):
+        assert "Not yet" in said(lesson12.check_window, answer, 3, 7)
