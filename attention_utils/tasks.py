@@ -104,7 +104,14 @@ class RepeatTask:
 
     def __post_init__(self) -> None:
         _sizes(self, "length", "shortest", "longest", "vocab_size")
-        check_size(self.longest, "longest", minimum=self.shortest)
+        if self.shortest > self.longest:
+            raise ValueError(
+                bilingual(
+                    f"shortest={self.shortest} must not be above longest={self.longest}: each sequence's period is "
+                    "drawn between them.",
+                    f"shortest={self.shortest} 不能大于 longest={self.longest}：每条序列的周期在两者之间随机选取。",
+                )
+            )
         _check_vocabulary(self.vocab_size, self.longest, "longest", "the longest period", "最长周期")
         if self.longest >= self.length:
             raise ValueError(
