@@ -343,6 +343,7 @@ class FusedMultiHeadAttention(nn.Module):
                     getattr(mha.dropout, "p", mha.dropout), mha.num_heads, has_bias,
                     rotary_base=getattr(mha, "rotary_base", None),
                     rotary_layout=getattr(mha, "rotary_layout", "interleaved"), window=window, sinks=sinks)
+        fused = fused.to(mha.out_proj.weight)  # same device and dtype first: float64 weights are copied exactly
         with torch.no_grad():
             fused.qkv.weight.copy_(torch.cat([p.weight for p in projections]))  # (3 * d_out, d_in)
             if has_bias:

@@ -182,12 +182,12 @@ def encode(text: str, vocab_size: int) -> torch.Tensor:
 def decode(tokens: torch.Tensor | Sequence[int] | int) -> str:
     """tensor([0, 1, 2]) -> 'abc'; numpy arrays, lists and single ids work too."""
     integer_tensor = isinstance(tokens, torch.Tensor) and not (
-        tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool)
+        tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool or tokens.is_meta)
     if not integer_tensor and (isinstance(tokens, torch.Tensor) or not _whole_numbers(tokens)):
         raise TypeError(
             bilingual(
                 f"tokens must be token ids (whole numbers), such as tensor([0, 1, 2]), got {_kind(tokens)}.",
-                f"tokens 必须是词元编号（整数），例如 tensor([0, 1, 2])，实际是 {_kind(tokens)}。",
+                f"tokens 必须是词元编号（整数），例如 tensor([0, 1, 2])，实际是 {_kind(tokens, True)}。",
             )
         )
     ids = tokens.flatten().tolist() if integer_tensor else [int(v) for v in np.asarray(tokens, dtype=object).flat]
@@ -212,6 +212,9 @@ def _whole_numbers(tokens: object) -> bool:
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values.flat))
 
 
-def _kind(tokens: object) -> str:
-    """How a value looks in a message: the dtype of a tensor or array, else the type's name."""
+def _kind(tokens: object, chinese: bool = False) -> str:
+    """How a value looks in a message: the dtype of a tensor or array (and meta, which holds no ids), else the type."""
+    if isinstance(tokens, torch.Tensor) and tokens.is_meta:
+        return (f"meta 设备上的 {tokens.dtype} 张量，它没有编号" if chinese
+                else f"a {tokens.dtype} tensor on the meta device, which holds no ids")
     return str(tokens.dtype) if isinstance(tokens, (torch.Tensor, np.ndarray)) else type(tokens).__name__

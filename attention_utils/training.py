@@ -139,6 +139,13 @@ def check_batch(batch: object, model: TinyAttentionModel, name: str = "batch") -
             )
         )
     inputs, targets, scored = parts
+    if any(part.is_meta for part in parts):
+        raise ValueError(
+            bilingual(
+                f"{name} is on the meta device, where tensors hold no values to score; make it on 'cpu'.",
+                f"{name} 在 meta 设备上，那里的张量没有可以计分的数值；请在 'cpu' 上生成。",
+            )
+        )
     inputs = check_tokens(inputs, model.vocab_size, model.context_length, inputs.device, "inputs")
     targets = _check_targets(targets, scored, inputs.shape, model.vocab_size, name)
     return inputs, targets, scored

@@ -622,3 +622,20 @@ def test_settings_changed_after_construction_are_named_or_take_effect():
     _, maps = model.run(torch.arange(8)[None])
     assert torch.equal(maps[..., 0, 1:], torch.zeros_like(maps[..., 0, 1:]))
     assert_contract_error(lambda: setattr(model, "causal", "no"), "causal", kind=TypeError)
+
+
+def test_from_multihead_keeps_float64_weights_exact_and_works_on_meta():
+    source = au.MultiHeadAttention(4, 4, 8, 0.0, 2).double().eval()
+    fused = au.FusedMultiHeadAttention.from_multihead(source)
+    assert torch.equal(fused.qkv.weight, torch.cat([source.W_query.weight, source.W_key.weight, source.W_value.weight]))
+    x = torch.randn(2, 5, 4, dtype=torch.float64)
+    assert torch.allclose(fused(x), source(x), atol=1e-12)
+    assert au.FusedMultiHeadAttention.from_multihead(au.MultiHeadAttention(4, 4, 8, 0.0, 2).to("meta")).qkv.weight.is_meta
+
+
+def test_tensors_that_hold_no_values_are_refused_where_values_are_needed():
+    model = small_model()
+    inputs, targets, scored = training.held_out_batch(REVERSE, 0, 2)
+    assert_contract_error(lambda: training.accuracy(model, (inputs.to("meta"), targets, scored)), "batch", "meta")
+    assert_contract_error(lambda: tasks.decode(torch.tensor([1], device="meta")), "tokens", "meta", kind=TypeError)
+    assert_contract_error(lambda: show_heatmaps(torch.ones(1, 1, 2, 2, device="meta"), "x", "y"), "matrices", "meta")
