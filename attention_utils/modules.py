@@ -373,8 +373,10 @@ class FusedMultiHeadAttention(nn.Module):
     def _project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """project_heads without the input check, for forward, which has checked x already."""
         b, num_tokens, _ = x.shape
-        # checked here: torch's fused kernels may turn a NaN projection into zeros instead of passing it on
-        qkv = check_result(self, self.qkv(x), x)  # (b, T, (h + 2 * kv_heads) * head_dim)
+        qkv = self.qkv(x)  # (b, T, (h + 2 * kv_heads) * head_dim)
+        # torch's fused kernels may turn a NaN projection into zeros instead of passing it on, so NaN weights are
+        # looked for here; a NaN or inf weight spoils that column for every token, so the first token is enough
+        check_result(self, qkv[:, :1], x)
         sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
         heads = (self.num_heads, self.num_kv_heads, self.num_kv_heads)
         queries, keys, values = (
