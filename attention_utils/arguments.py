@@ -33,7 +33,9 @@ def shown(value: object, chinese: bool = False) -> str:
         return f"a {value.dtype} {kind} of shape {tuple(value.shape)}"
     text = " ".join((repr(value) if chinese else ascii(value)).split())
     text = text if len(text) <= 60 else text[:57] + "..."
-    return text if isinstance(value, (str, torch.Tensor, np.ndarray)) else f"{text} ({type(value).__name__})"
+    if isinstance(value, (str, torch.Tensor, np.ndarray)):
+        return text
+    return f"{text}（{type(value).__name__}）" if chinese else f"{text} ({type(value).__name__})"
 
 
 def cannot_read(x: torch.Tensor) -> bool:

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm as std_tqdm
 from tqdm.auto import tqdm
 
 from .checks import bilingual, cannot_read, check_flag, check_index, check_real, check_seed, check_size, check_tensor, shown
@@ -214,7 +214,7 @@ def _check_task_fits(task: Task, model: TinyAttentionModel) -> None:
 
 def _check_progress(progress: object) -> object:
     """True or False (make a bar or not), or an existing tqdm bar to advance by one per step."""
-    if callable(getattr(progress, "update", None)) and not isinstance(progress, (bool, np.bool_)):
+    if isinstance(progress, std_tqdm):  # tqdm.auto's bar in a notebook is a subclass of it too
         return progress
     try:
         return check_flag(progress, "progress")
