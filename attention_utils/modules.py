@@ -401,7 +401,7 @@ class FusedMultiHeadAttention(nn.Module):
                     f"实际是 {tuple(context.shape)}；第二维是头的个数。",
                 )
             )
-        return check_result(self, self._combine_heads(context))
+        return check_result(self, self._combine_heads(context), context, "context")
 
     def _combine_heads(self, context: torch.Tensor) -> torch.Tensor:
         """combine_heads without its checks, for forward."""

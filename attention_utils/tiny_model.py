@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .checks import (
+    Overflowed,
     bilingual,
     cannot_read,
     check_flag,
@@ -24,6 +25,7 @@ from .checks import (
     check_result,
     check_size,
     check_weights,
+    overflow_error,
     shown,
 )
 from .devices import check_fits
@@ -163,10 +165,13 @@ class TinyAttentionModel(nn.Module):
         if self.position_embedding is not None:
             hidden = hidden + self.position_embedding[: tokens.shape[1]]  # the same vector for position t in every row
         maps = []
-        for layer in self.layers:
-            context, weights = layer(hidden, return_weights=True)
-            hidden = hidden + context  # residual: each layer adds what it read to what was there
-            maps.append(weights)
+        try:
+            for layer in self.layers:
+                context, weights = layer(hidden, return_weights=True)
+                hidden = hidden + context  # residual: each layer adds what it read to what was there
+                maps.append(weights)
+        except Overflowed:  # the weights are finite (checked above), so they are too large: name the model's largest
+            raise overflow_error(self, hidden.dtype) from None
         return check_result(self, self.readout(hidden)), torch.stack(maps)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

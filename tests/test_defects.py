@@ -639,3 +639,12 @@ def test_tensors_that_hold_no_values_are_refused_where_values_are_needed():
     assert_contract_error(lambda: training.accuracy(model, (inputs.to("meta"), targets, scored)), "batch", "meta")
     assert_contract_error(lambda: tasks.decode(torch.tensor([1], device="meta")), "tokens", "meta", kind=TypeError)
     assert_contract_error(lambda: show_heatmaps(torch.ones(1, 1, 2, 2, device="meta"), "x", "y"), "matrices", "meta")
+
+
+def test_an_overflow_inside_the_model_names_the_models_largest_weight():
+    model = TinyAttentionModel(8, 8, d_model=8)
+    with torch.no_grad():
+        model.token_embedding.weight.mul_(1e20)  # finite, but a diverged run's size
+    message = assert_contract_error(lambda: model(torch.zeros(1, 3, dtype=torch.long)), "token_embedding.weight",
+                                    "TinyAttentionModel", "overflowed torch.float32")
+    assert "|x|" not in message  # the learner passed token ids, not x
