@@ -4,94 +4,98 @@ The contract of the package, argument by argument. Each rule is checked before a
 effect; a broken rule raises `TypeError` (wrong kind of thing) or `ValueError` (right kind, wrong
 size or value), and the message has two lines, English then Chinese, both naming the argument the
 caller passed (`d_model` for the tiny model, `block_size` for tiled attention, never an inner name).
+A value echoed in a message is shown on one line (a tensor by its dtype and shape).
 
-Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`):
+Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`, `logits`):
     a `torch.Tensor`, else TypeError ("convert it with torch.tensor(..., dtype=torch.float32)";
-    a numpy array gets "torch.from_numpy(x).float()");
-    floating point, else TypeError: integers (`torch.tensor([[1, 2, 3]])`) get "x.float()";
-    bool and complex tensors are refused too;
-    in a module, the same dtype and device as the module's weights, else TypeError ("x.float()",
-    "module.double()", "x.to(...)"); in the functional API and tiled attention, queries, keys and
-    values share one dtype and one device, else TypeError;
-    of an allowed rank, else ValueError (modules: `x` is (batch, num_tokens, d_in); the single-head
-    V1/V2 also take (num_tokens, d_in)); with last dimension d_in, else ValueError;
-    finite, else ValueError. Attention scores may hold -inf (a hidden position) but not NaN or +inf;
-    a row of scores that is -inf everywhere gets zero weights (stable_softmax, online_softmax).
+    a numpy array gets "torch.from_numpy(x).float()"); floating point, else TypeError: integers
+    (`torch.tensor([[1, 2, 3]])`) get "x.float()"; bool and complex tensors are refused too;
+    in a module, the same dtype and device as the module's weights, else TypeError; in the
+    functional API and tiled attention, queries, keys and values share one dtype and one device;
+    of an allowed rank and last dimension, else ValueError (modules: `x` is (batch, num_tokens,
+    d_in); V1/V2 also take (num_tokens, d_in); split_heads, project_heads and combine_heads want
+    the last dimension d_out, d_in and head_dim, and `context` is (batch, num_heads, T, head_dim));
+    finite, else ValueError. Scores may hold -inf (a hidden position), not NaN or +inf; a row of
+    scores that is -inf everywhere gets zero weights (stable_softmax, online_softmax).
     Empty sizes are valid: batch 0, 0 tokens, 1 token and num_tokens == context_length all work;
-    no keys at all gives zero context vectors, and head size 0 gives scores of 0, so uniform weights
-    (both as in torch's SDPA).
-Public helper methods (`split_heads`, `project_heads`, `combine_heads`): their input follows the
-    tensor rules, with the last dimension d_out, d_in and head_dim, and `context` (batch, num_heads,
-    num_tokens, head_dim).
-Token ids (`tokens`): an integer tensor (batch, T) with T <= context_length, on the model's device,
-    ids in 0 .. vocab_size - 1; else TypeError (kind, device) or ValueError (shape, range).
+    no keys at all gives zero context vectors, and head size 0 gives scores of 0, so uniform
+    weights (both as torch's SDPA). naive_softmax and sum_normalize alone return the inf or NaN
+    their formula gives (exp overflowed, a sum of 0): lesson 3 shows that failure on purpose.
+Token ids (`tokens`, a batch's `inputs` and `targets`): an integer tensor (batch, T), T at most
+    context_length, ids in 0 .. vocab_size - 1, on the model's device; else TypeError (kind,
+    device) or ValueError (shape, range). encode takes a non-empty string of the first vocab_size
+    letters; decode takes ids 0..25 as a tensor, numpy array, list or int.
+Batches (`batch` of accuracy, a task's output): (inputs, targets, scored), scored a boolean mask
+    (an integer mask would pick rows) with at least one True, all three of one shape.
 Sizes (`d_in`, `d_out`, `d_model`, `context_length`, `num_heads`, `num_layers`, `vocab_size`,
-    `batch_size`, `num_tokens`, `block_size`, `dim` of a table):
-    an integer (Python, numpy or 0-d torch integer), else TypeError; `True`/`False` are refused;
-    at least 1 (0 where an empty result makes sense: `num_tokens`, `batch_size`, `num_positions`),
-    else ValueError; `d_out` (and a model's `d_model`) must be a multiple of `num_heads`, else
-    ValueError; the tensors a size asks for must fit in the device's memory, else ValueError that
-    says how large the size can be here (torch would fail in English, or the system would kill
-    the process later).
-Indices and dims (`layer`, `head`, `dim`): an integer as for sizes, else TypeError; within range,
-    else ValueError that gives the range.
+    `length`, `batch_size`, `num_tokens`, `block_size`, `steps`, `snapshots`, `threads`, `dim` of
+    a table): an integer (Python, numpy or 0-d torch integer), else TypeError; True/False are
+    refused; at least 1 (0 where an empty result makes sense: `num_tokens`, `batch_size` of
+    example_batch, `num_positions`), else ValueError; `d_out` and `d_model` multiples of
+    `num_heads`; the tensors a size asks for must fit in the device's memory, else ValueError that
+    says how large it can be here; sizes that cost time are bounded too (steps <= 1,000,000,
+    layers or wrapper heads <= 1024, threads <= 1024), so a slip never leaves a notebook running.
+Seeds (`seed`): an integer from 0 to 2**64 - 1. Generators (`generator` of a task's batch): a CPU
+    torch.Generator, never None (the global random state would break reproducibility).
+Indices (`layer`, `head`, `index`, `dim`, `highlight`, `angle_between`): an integer as for sizes,
+    within range (`index` may count from the end), else ValueError that gives the range.
 Devices (`device`): None, a string, a torch.device or an accelerator index naming a device this
     machine has, else ValueError listing the ones it has ('cpu', 'cuda:0', ..., 'meta').
-Rates (`dropout`, `dropout_p`): a real number (numpy and 0-d torch numbers count), else TypeError
-    (strings, None and bools are refused); in [0, 1), else ValueError. A module checks its rate
-    again in every forward, so a rate changed after construction is caught where it is used.
-Flags (`qkv_bias`, `training`, `causal`, `return_weights`): True or False (numpy and 0-d torch
-    booleans count), else TypeError.
+Rates (`dropout`, `dropout_p`): a real number (numpy and 0-d torch numbers count), else TypeError;
+    in [0, 1), else ValueError; a module checks its rate again in every forward. `learning_rate`:
+    a finite real number > 0.
+Flags (`qkv_bias`, `training`, `causal`, `return_weights`, `annotate`, `quick`): True or False
+    (numpy and 0-d torch booleans count), else TypeError. `progress` may also be a tqdm bar.
 Masks: a boolean tensor, True = hide, on the input's device, else TypeError. `mask` must broadcast
-    TO the scores' shape without enlarging it, else ValueError. `padding_mask` must be exactly
-    (batch, num_tokens).
+    TO the scores' shape without enlarging it; `padding_mask` must be exactly (batch, num_tokens).
+Models and tasks: training needs a TinyAttentionModel holding values (not on meta) with a
+    trainable parameter, and a task object with a batch method whose vocabulary and length fit
+    the model. A snapshot fits only a model of the same sizes and causal setting.
+Plots: labels and titles are strings; `titles`, tick labels and `labels` give one per panel, key,
+    query or vector; `figsize` positive numbers; `vmin <= vmax`; `cmap` a known colour map;
+    `vectors` finite; at most 100 panels.
 Fully masked rows: a query that may look at no key gets zero attention weights and a zero context
-    vector, in every function and module of the package (the same as torch's
-    `scaled_dot_product_attention`). A row of NaN would spread to every gradient through the
-    shared weights; zeros keep the output defined and every gradient finite. Lesson 5 shows the
+    vector, in every function and module (the same as torch's `scaled_dot_product_attention`).
+    A row of NaN would spread to every gradient through the shared weights. Lesson 5 shows the
     NaN the plain softmax gives and why; lesson 8 shows SDPA doing the same as the package.
 Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
-    hundred, float32 inputs near 1e19); `attention_scores`, `scaled_dot_product_attention` and
-    `tiled_attention` then raise ValueError naming the dtype instead of returning inf or NaN.
-Modules check their result (after `out_proj`, and the QKV projection of the fused module, whose
-    kernel may turn NaN into zeros): NaN or inf from a finite input means either weights that hold
-    NaN or inf (what a training run that diverged leaves), and the ValueError names that weight
-    (`layers.1.W_key.weight`), or an overflow, and it names the dtype and the largest weight.
-    `from_multihead` refuses a source whose mask is not the causal mask. `predict` gives the
-    model its train/eval mode back, even when it refuses the tokens.
+    hundred, float32 inputs near 1e19); attention_scores, scaled_dot_product_attention and
+    tiled_attention then raise `Overflowed` (a ValueError) naming the dtype instead of returning inf or NaN.
+Results of modules (after `out_proj`, and the QKV projection of the fused module, whose kernel may
+    turn NaN into zeros): NaN or inf from a finite input means weights that hold NaN or inf (what
+    a diverged training run leaves; the ValueError names the weight, `layers.1.W_key.weight`) or
+    an overflow (it names the dtype and the largest weight). from_multihead refuses a source
+    whose mask is not causal; predict gives the model its train/eval mode back, even on an error.
+Training that diverges (the loss or the weights stop being finite) raises TrainingDiverged, a
+    ValueError: "training diverged at step N: lower learning_rate", the weights from before the
+    run restored, the losses so far on `error.run`.
 Speed: the finite check is one `sum` reduction (a finite sum proves every entry finite); only when
     that sum is not finite does an exact pass decide. A module checks its input and its result,
-    never the (T, T) scores. The checks that read values on the host are skipped under
-    `torch.compile` (they would split the graph), on the meta device (no values) and inside
-    `torch.vmap` (Python cannot branch on a batched value); the checks of types and shapes remain.
+    never the (T, T) scores. Checks that read values on the host are skipped under torch.compile
+    (they would split the graph), on the meta device (no values) and inside torch.vmap (Python
+    cannot branch on a batched value); the checks of types and shapes remain.
 """
 
 from __future__ import annotations
 
-import numbers
-import operator
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-
-def bilingual(english: str, chinese: str) -> str:
-    """Join an English and a Chinese sentence into the two-line message used across the package."""
-    return f"{english}\n{chinese}"
-
-
-def cannot_read(x: torch.Tensor) -> bool:
-    """True where a check must not read values on the host: under torch.compile (it would split the
-    graph), on the meta device (no values) and inside torch.vmap (no Python branch on batched values)."""
-    if torch.compiler.is_compiling() or x.is_meta:
-        return True
-    functorch = torch._C._functorch
-    while functorch.is_functorch_wrapped_tensor(x):  # vmap, grad and jvp wrap tensors, maybe several times
-        if functorch.is_batchedtensor(x):
-            return True
-        x = functorch.get_unwrapped(x)
-    return False
+from .arguments import (  # noqa: F401 (re-exported: the whole contract is importable from checks)
+    LARGEST_SEED,
+    bilingual,
+    cannot_read,
+    check_dim,
+    check_flag,
+    check_index,
+    check_rate,
+    check_real,
+    check_seed,
+    check_size,
+    shown,
+)
 
 
 def _dimensions_en(ranks: Sequence[int]) -> str:
@@ -168,7 +172,7 @@ def _check_floating(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> No
         )
         integer = kind_en == "integers"
         hint_en = " (torch.tensor([[1, 2, 3]]) stores integers; write 1.0, 2.0, 3.0 or add dtype=torch.float32)"
-        hint_zh = "；如果是 torch.tensor([[1, 2, 3]]) 这样创建的，请写成 1.0、2.0、3.0，或加上 dtype=torch.float32"
+        hint_zh = "；如果是用 torch.tensor([[1, 2, 3]]) 这样创建的，也可以写成 1.0、2.0、3.0，或加上 dtype=torch.float32"
         raise TypeError(
             bilingual(
                 f"`{name}` holds {kind_en} ({x.dtype}), but attention needs floating-point numbers; "
@@ -222,84 +226,13 @@ def check_finite(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> Non
     )
 
 
-def _whole_number(value: object, name: str, role_en: str = "sizes", role_zh: str = "大小") -> int:
-    """A Python, numpy or 0-d torch integer as an int; TypeError for anything else, bools included."""
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
-        raise TypeError(
-            bilingual(
-                f"{name} must be an integer, got {value!r}; True and False are not {role_en}.",
-                f"{name} 必须是整数，实际是 {value!r}；True 和 False 不能当作{role_zh}。",
-            )
-        )
-    try:
-        return operator.index(value)
-    except (TypeError, RuntimeError):  # RuntimeError: a tensor of more than one value, or one on meta
-        as_int = f"; write {int(value)}" if isinstance(value, float) and value.is_integer() else ""
-        as_int_zh = f"；请写成 {int(value)}" if as_int else ""
-        shown = f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) and value.dim() else repr(value)
-        shown_zh = f"形状为 {tuple(value.shape)} 的张量" if isinstance(value, torch.Tensor) and value.dim() else repr(value)
-        raise TypeError(
-            bilingual(
-                f"{name} must be an integer, got {shown} ({type(value).__name__}){as_int}.",
-                f"{name} 必须是整数，实际是 {shown_zh}（{type(value).__name__}）{as_int_zh}。",
-            )
-        ) from None
-
-
-def check_size(value: object, name: str, minimum: int = 1) -> int:
-    """Check that a size is an integer of at least `minimum` (numpy and 0-d torch integers count)."""
-    number = _whole_number(value, name)
-    if number < minimum:
-        at_least_zh = "正整数" if minimum == 1 else f"不小于 {minimum} 的整数"
-        raise ValueError(
-            bilingual(
-                f"{name} must be an integer of at least {minimum}, got {number}.",
-                f"{name} 必须是{at_least_zh}，实际是 {number}。",
-            )
-        )
-    return number
-
-
-def check_index(value: object, name: str, count: int, counted_zh: str, from_end: bool = False) -> int:
-    """Check that `value` picks one of `count` things (0 .. count-1; with from_end, -count .. -1 too).
-
-    `counted_zh` names the count in Chinese (层数, 头数); English says "out of {count}".
-    """
-    number = _whole_number(value, name, "indices", "索引")
-    lowest = -count if from_end else 0
-    if not lowest <= number < count:
-        end_en = f", or -{count} to -1 counting from the end" if from_end else ""
-        end_zh = f"，也可以用 -{count} 到 -1 从末尾数" if from_end else ""
-        raise ValueError(
-            bilingual(
-                f"{name}={number} is out of range: with {count} to choose from, {name} must be from 0 to {count - 1}"
-                f"{end_en}." if count else f"{name}={number} is out of range: there is nothing to choose from.",
-                f"{name}={number} 超出了范围：{counted_zh}为 {count}，{name} 应在 0 到 {count - 1} 之间{end_zh}。"
-                if count else f"{name}={number} 超出了范围：{counted_zh}为 0，没有可选的。",
-            )
-        )
-    return number
-
-
-def check_dim(dim: object, x: torch.Tensor, name: str = "scores") -> int:
-    """Check that `dim` names one of the dimensions of `x` (negative counts from the end)."""
-    rank = max(x.dim(), 1)
-    number = _whole_number(dim, "dim", "dimensions", "维度")
-    if not -rank <= number < rank:
-        raise ValueError(
-            bilingual(
-                f"dim must be an integer from {-rank} to {rank - 1} for `{name}` of shape {tuple(x.shape)}, "
-                f"got {number}; use dim=-1 to normalize each row.",
-                f"对形状为 {tuple(x.shape)} 的 `{name}`，dim 必须是 {-rank} 到 {rank - 1} 之间的整数，"
-                f"实际是 {number}；要按行归一化，请用 dim=-1。",
-            )
-        )
-    return number
-
-
 def _wider(dtype: torch.dtype) -> tuple[str, str]:
     """The dtype to compute in when `dtype` overflows, and the method that converts to it."""
     return ("float32", "float") if torch.finfo(dtype).bits < 32 else ("float64", "double")
+
+
+class Overflowed(ValueError):
+    """Finite inputs gave a result beyond the dtype's range: the scores, or a module's weights, are too large."""
 
 
 def check_no_overflow(result: torch.Tensor, names: Sequence[str] = ("queries", "keys", "values")) -> None:
@@ -311,7 +244,7 @@ def check_no_overflow(result: torch.Tensor, names: Sequence[str] = ("queries", "
     limit = torch.finfo(result.dtype).max
     wider, method = _wider(result.dtype)
     convert = ", ".join(f"{name}.{method}()" for name in names)
-    raise ValueError(
+    raise Overflowed(
         bilingual(
             f"The attention scores overflowed {result.dtype} (a dot product beyond {limit:.3g}): `queries` and `keys` "
             f"are too large for this dtype; scale them down, or compute in {wider} ({convert}).",
@@ -338,27 +271,45 @@ def check_weights(module: torch.nn.Module) -> None:
                 )
 
 
-def check_result(module: torch.nn.Module, result: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
-    """A module's result from finite input: NaN or inf come from its weights or from an overflow; say which."""
+def check_result(
+    module: torch.nn.Module, result: torch.Tensor, x: torch.Tensor | None = None, name: str = "x"
+) -> torch.Tensor:
+    """A module's result from finite input `name`: NaN or inf come from its weights or from an overflow; say which."""
     if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()) or torch.isfinite(result).all():
         return result
     check_weights(module)
+    raise overflow_error(module, result.dtype, x, name)
+
+
+def overflow_error(
+    module: torch.nn.Module, dtype: torch.dtype, x: torch.Tensor | None = None, name: str = "x"
+) -> Overflowed:
+    """The error for a module whose finite weights and input gave a result beyond `dtype`, naming the largest weight."""
     sizes = [(name, float(w.detach().abs().max())) for name, w in module.named_parameters() if w.numel()]
     weight_name, largest = max(sizes, key=lambda pair: pair[1], default=("-", 0.0))
-    seen_en = seen_zh = ""
-    if x is not None and x.is_floating_point() and x.numel():
-        seen_en, seen_zh = f"largest |x| {float(x.abs().max()):.3g}, ", f"|x| 最大为 {float(x.abs().max()):.3g}，"
-    kind, limit = type(module).__name__, torch.finfo(result.dtype).max
-    wider, method = _wider(result.dtype)
-    raise ValueError(
+    kind, limit = type(module).__name__, torch.finfo(dtype).max
+    wider, method = _wider(dtype)
+    if x is None or not x.is_floating_point() or not x.numel():  # token ids in: only the weights can be too large
+        return Overflowed(
+            bilingual(
+                f"The output of {kind} overflowed {dtype} (a value beyond {limit:.3g}): its weights are too large for "
+                f"this dtype (largest weight {largest:.3g} in {weight_name}). Restore the weights from before a "
+                f"training run diverged, or compute in {wider} (module.{method}()).",
+                f"{kind} 的输出超出了 {dtype} 的表示范围（某个值超过了 {limit:.3g}）：对这种类型来说，它的权重太大了"
+                f"（权重最大为 {largest:.3g}，在 {weight_name} 中）。请恢复训练发散之前的权重，或改用 {wider} 计算"
+                f"（module.{method}()）。",
+            )
+        )
+    largest_x = float(x.detach().abs().max())
+    return Overflowed(
         bilingual(
-            f"The output of {kind} overflowed {result.dtype} (a value beyond {limit:.3g}) although its input is finite: "
-            f"the input and the weights together are too large for this dtype ({seen_en}largest weight {largest:.3g} in "
-            f"{weight_name}). Scale the input down, restore the weights from before a training run diverged, or "
-            f"compute in {wider} (x.{method}(), module.{method}()).",
-            f"{kind} 的输出超出了 {result.dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的："
-            f"对这种类型来说，输入和权重合起来太大了（{seen_zh}权重最大为 {largest:.3g}，在 {weight_name} 中）。"
-            f"请把输入缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（x.{method}()、module.{method}()）。",
+            f"The output of {kind} overflowed {dtype} (a value beyond {limit:.3g}) although its input is finite: "
+            f"`{name}` and the weights together are too large for this dtype (largest |{name}| {largest_x:.3g}, largest "
+            f"weight {largest:.3g} in {weight_name}). Scale `{name}` down, restore the weights from before a training "
+            f"run diverged, or compute in {wider} ({name}.{method}(), module.{method}()).",
+            f"{kind} 的输出超出了 {dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的：对这种类型来说，"
+            f"`{name}` 和权重合起来太大了（|{name}| 最大为 {largest_x:.3g}，权重最大为 {largest:.3g}，在 {weight_name} 中）。"
+            f"请把 `{name}` 缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（{name}.{method}()、module.{method}()）。",
         )
     )
 
@@ -372,41 +323,6 @@ def check_heads(d_out: int, num_heads: int, name: str = "d_out") -> None:
                 f"{name}={d_out} 必须能被 num_heads={num_heads} 整除；请把 {name} 设为 num_heads 的整数倍。",
             )
         )
-
-
-def check_rate(p: object, name: str = "dropout") -> float:
-    """Check that a dropout rate is a real number in [0, 1); return it as a float."""
-    if isinstance(p, torch.Tensor) and p.dim() == 0 and p.dtype != torch.bool and not p.is_complex() and not cannot_read(p):
-        p = p.item()
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
-        raise TypeError(
-            bilingual(
-                f"{name} must be a number in [0, 1), got {p!r} ({type(p).__name__}); for example {name}=0.1.",
-                f"{name} 必须是 [0, 1) 区间内的数，实际是 {p!r}（{type(p).__name__}）；例如 {name}=0.1。",
-            )
-        )
-    if not 0.0 <= p < 1.0:
-        raise ValueError(
-            bilingual(
-                f"{name} must be in [0, 1), got {p}; use 0.0 to switch it off and values like 0.1 to regularize.",
-                f"{name} 必须在 [0, 1) 区间内，实际是 {p}；设为 0.0 表示关闭，做正则化时常用 0.1 左右。",
-            )
-        )
-    return float(p)
-
-
-def check_flag(value: object, name: str) -> bool:
-    """Check that a switch such as `training` or `qkv_bias` is True or False (numpy and 0-d torch bools count)."""
-    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype == torch.bool and not cannot_read(value):
-        value = value.item()
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(
-            bilingual(
-                f"{name} must be True or False, got {value!r}.",
-                f"{name} 只能是 True 或 False，实际是 {value!r}。",
-            )
-        )
-    return bool(value)
 
 
 def check_length(num_tokens: int, context_length: int) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checks import bilingual
+from .checks import bilingual, shown
 
 
 def device_counts() -> dict[str, int]:
@@ -34,8 +34,8 @@ def check_device(device: object, name: str = "device") -> torch.device | None:
     if isinstance(device, bool) or not isinstance(device, (str, torch.device, int)):
         raise TypeError(
             bilingual(
-                f"{name} must be a string such as 'cpu' or a torch.device, got {device!r} ({type(device).__name__}).",
-                f"{name} 必须是 'cpu' 这样的字符串或 torch.device，实际是 {device!r}（{type(device).__name__}）。",
+                f"{name} must be a string such as 'cpu' or a torch.device, got {shown(device)}.",
+                f"{name} 必须是 'cpu' 这样的字符串或 torch.device，实际是 {shown(device, True)}。",
             )
         )
     counts = device_counts()
@@ -48,15 +48,15 @@ def check_device(device: object, name: str = "device") -> torch.device | None:
                 for kind, count in counts.items() for i in range(count)]
         raise ValueError(
             bilingual(
-                f"{name}={device!r} is not a device this machine has; here you can use "
+                f"{name}={shown(device)} is not a device this machine has; here you can use "
                 f"{', '.join(repr(d) for d in here)}.",
-                f"{name}={device!r} 不是这台机器上的设备；这里可以用 {'、'.join(repr(d) for d in here)}。",
+                f"{name}={shown(device, True)} 不是这台机器上的设备；这里可以用 {'、'.join(repr(d) for d in here)}。",
             )
         )
     return parsed
 
 
-def _memory_of(device: torch.device) -> int | None:
+def memory_of(device: torch.device) -> int | None:
     """Bytes of memory on `device`, or None where it cannot be known (meta needs none)."""
     if device.type == "cpu":
         try:
@@ -68,7 +68,7 @@ def _memory_of(device: torch.device) -> int | None:
     return None
 
 
-def _amount(num_bytes: int) -> str:
+def amount(num_bytes: int) -> str:
     """A number of bytes for people: '512 B', '3.2 GB', '80,000,000 TB'."""
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if num_bytes >= scale:
@@ -80,7 +80,7 @@ def _amount(num_bytes: int) -> str:
 def check_fits(value: int, name: str, bytes_for: Callable[[int], int], device: object = None) -> None:
     """Refuse a size whose tensors cannot fit in the device's memory, before torch tries and fails in English."""
     device = torch.device(device) if device is not None else torch.get_default_device()
-    limit = _memory_of(device)
+    limit = memory_of(device)
     if limit is None or bytes_for(value) <= limit:
         return
     low, high = 0, value  # bytes_for grows with the size: find the largest one that fits
@@ -89,9 +89,9 @@ def check_fits(value: int, name: str, bytes_for: Callable[[int], int], device: o
         low, high = (middle, high) if bytes_for(middle) <= limit else (low, middle)
     raise ValueError(
         bilingual(
-            f"{name}={value} needs {_amount(bytes_for(value))} of memory, more than the {_amount(limit)} this "
+            f"{name}={value} needs {amount(bytes_for(value))} of memory, more than the {amount(limit)} this "
             f"machine's {device.type} has; here {name} can be at most about {low:,}.",
-            f"{name}={value} 需要 {_amount(bytes_for(value))} 内存，超过了这台机器 {device.type} 上的 {_amount(limit)}；"
+            f"{name}={value} 需要 {amount(bytes_for(value))} 内存，超过了这台机器 {device.type} 上的 {amount(limit)}；"
             f"在这里 {name} 最多约为 {low:,}。",
         )
     )

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
-from .checks import bilingual, check_flag, check_size
+from .checks import bilingual, check_flag, check_seed, check_size, shown
 from .language import LANGUAGES
 
 # Large reductions depend on the number of threads; pinning it keeps printed digits the same
 # on a laptop with 8 cores and on the 2-core CI machine.
 DEFAULT_THREADS = 2
-
-
-LARGEST_SEED = 2**64 - 1  # torch.manual_seed takes at most this
+MOST_THREADS = 1024  # far beyond any machine's cores; torch accepts a million, then crashes the process
 
 
 def setup(seed: int = 123, threads: int = DEFAULT_THREADS, language: str = "en", quick: bool = False) -> None:
@@ -22,21 +22,23 @@ def setup(seed: int = 123, threads: int = DEFAULT_THREADS, language: str = "en",
     `quick` is only checked here (papermill's `-p quick false` arrives as the string "false", which
     would silently count as true); each lesson reads it itself.
     """
-    seed = check_size(seed, "seed", minimum=0)
-    if seed > LARGEST_SEED:
-        raise ValueError(
-            bilingual(
-                f"seed must be at most 2**64 - 1 = {LARGEST_SEED}, got {seed}; any smaller whole number will do.",
-                f"seed 不能超过 2**64 - 1 = {LARGEST_SEED}，实际是 {seed}；换一个更小的整数即可。",
-            )
-        )
+    seed = check_seed(seed)
     check_flag(quick, "quick")
     threads = check_size(threads, "threads")
-    if language not in LANGUAGES:
+    if threads > MOST_THREADS:
         raise ValueError(
             bilingual(
-                f"language must be 'en' or 'zh', got {language!r}.",
-                f"language 只能是 'en' 或 'zh'，实际是 {language!r}。",
+                f"threads must be at most {MOST_THREADS}, got {threads}; this machine has {os.cpu_count()} cores, "
+                "and more threads than cores only wait.",
+                f"threads 不能超过 {MOST_THREADS}，实际是 {threads}；这台机器有 {os.cpu_count()} 个核心，"
+                "线程比核心多只会互相等待。",
+            )
+        )
+    if not isinstance(language, str) or language not in LANGUAGES:
+        raise (ValueError if isinstance(language, str) else TypeError)(
+            bilingual(
+                f"language must be 'en' or 'zh', got {shown(language)}.",
+                f"language 只能是 'en' 或 'zh'，实际是 {shown(language, True)}。",
             )
         )
     from .plotting import set_language  # plotting imports matplotlib: keep it out of the package import

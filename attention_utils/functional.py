@@ -73,14 +73,15 @@ def attention_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
 
 def sum_normalize(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Divide by the sum so the values add up to 1; lesson 3 shows it failing, on purpose, for
-    negative scores or a sum near zero."""
+    negative scores or a sum near zero (a sum of 0 gives inf or NaN, as the formula says)."""
     check_tensor(scores, "scores", ranks=RANKS)
     return scores / scores.sum(dim=check_dim(dim, scores), keepdim=True)
 
 
 def naive_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """exp(x) / sum(exp(x)) exactly as written on paper; lesson 3 shows it overflowing, on purpose,
-    to inf/NaN for scores above about 88 (and a row that is all -inf gives NaN)."""
+    to inf/NaN for scores above about 88 (and a row that is all -inf gives NaN): the one place
+    where the package returns NaN, because showing it is the point."""
     check_tensor(scores, "scores", ranks=RANKS, allow_neg_inf=True)
     dim = check_dim(dim, scores)
     exps = torch.exp(scores)

@@ -26,10 +26,11 @@ from .devices import check_fits
 from .functional import attend, causal_mask, future
 from .grouped_query import check_kv_heads
 from .kv_cache import LayerCache, check_layer_cache
-from .rotary import _check_base, _check_head_dim, _check_layout, apply_rotary, check_rotary_heads
+from .rotary import apply_rotary, check_rotary_heads
 from .sliding_window import check_window, hidden_by_window
 
 FLOAT_BYTES = 4  # the default dtype, float32
+MOST_MODULES = 1024  # heads of a wrapper, layers of a model: each is built one by one (about 10 s for 1000)
 
 
 def check_sizes(**sizes: object) -> list[int]:
@@ -42,6 +43,21 @@ def check_sizes(**sizes: object) -> list[int]:
     check_fits(checked.get("context_length", 0), "context_length", lambda n: FLOAT_BYTES * n * n)
     check_fits(d_out, "d_out", lambda d: FLOAT_BYTES * (3 * d_in * d + d * d))
     return list(checked.values())
+
+
+def check_settings(module: nn.Module, **fits: bool) -> None:
+    """Refuse a module whose size attributes were changed after it was built and no longer fit its weights."""
+    changed = [name for name, ok in fits.items() if not ok]
+    if changed:
+        kind = type(module).__name__
+        raise ValueError(
+            bilingual(
+                f"{kind} was changed after it was built: its weights and mask no longer fit {', '.join(changed)}; "
+                "build a new module with the sizes you want instead of changing attributes.",
+                f"{kind} 在创建之后被改动过：{'、'.join(changed)} 与它的权重和掩码不再匹配；"
+                "请用想要的大小重新创建模块，不要直接改属性。",
+            )
+        )
 
 
 class SelfAttentionV1(nn.Module):
@@ -109,6 +125,8 @@ class CausalAttention(nn.Module):
     def forward(self, x: torch.Tensor, return_weights: bool = False):
         """Context vectors (b, T, d_out); with return_weights, also the weights used (after dropout)."""
         return_weights = check_flag(return_weights, "return_weights")
+        check_settings(self, d_in=self.W_query.in_features == self.d_in,
+                       context_length=self.mask.shape[-1] >= self.context_length)
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         check_length(x.shape[1], self.context_length)
         context, weights = self._attend(x)
@@ -141,7 +159,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        num_heads = check_size(num_heads, "num_heads")
+        num_heads = check_size(num_heads, "num_heads", maximum=MOST_MODULES)
         check_sizes(d_in=d_in, d_out=d_out, context_length=context_length)
         check_fits(num_heads, "num_heads", lambda h: h * FLOAT_BYTES * (3 * d_in * d_out + context_length**2))
         self.heads = nn.ModuleList(
@@ -203,8 +221,13 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim)."""
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_out, like=self.W_query.weight, last_name="d_out")
         return self._split_heads(x.contiguous())  # view needs the memory in order; a learner's x may be transposed
+
+    def _check_settings(self) -> None:
+        check_settings(self, num_heads=self.num_heads * self.head_dim == self.d_out == self.W_query.out_features,
+                       d_in=self.W_query.in_features == self.d_in, context_length=self.mask.shape[-1] >= self.context_length)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """split_heads without its checks, for the projections forward has just made."""
@@ -219,6 +242,7 @@ class MultiHeadAttention(nn.Module):
         the tokens of x sit at start_position, start_position + 1, ... (a KV cache builds on this).
         """
         return_weights = check_flag(return_weights, "return_weights")
+        self._check_settings()
         start_position = check_size(start_position, "start_position", minimum=0)
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.W_query.weight)
         b, num_tokens, _ = x.shape
@@ -284,8 +308,7 @@ class FusedMultiHeadAttention(nn.Module):
         self.dropout = check_rate(dropout)  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
         self.num_kv_heads = num_heads if num_kv_heads is None else check_kv_heads(num_heads, num_kv_heads)
         if rotary_base is not None:  # pairs of features per head, a base above 1, a known layout
-            rotary_base, rotary_layout = _check_base(rotary_base), _check_layout(rotary_layout)
-            _check_head_dim(self.head_dim)
+            rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
         self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
         self.window, self.sinks = check_window(window, sinks)
         # rows: the queries of every head, then the keys and the values of the key/value heads (3 * d_out without groups)
@@ -319,6 +342,7 @@ class FusedMultiHeadAttention(nn.Module):
                     getattr(mha.dropout, "p", mha.dropout), mha.num_heads, has_bias,
                     rotary_base=getattr(mha, "rotary_base", None),
                     rotary_layout=getattr(mha, "rotary_layout", "interleaved"), window=window, sinks=sinks)
+        fused = fused.to(mha.out_proj.weight)  # same device and dtype first: float64 weights are copied exactly
         with torch.no_grad():
             fused.qkv.weight.copy_(torch.cat([p.weight for p in projections]))  # (3 * d_out, d_in)
             if has_bias:
@@ -332,19 +356,26 @@ class FusedMultiHeadAttention(nn.Module):
                 fused_param.requires_grad_(all(p.requires_grad for p in source))
         return fused.to(mha.out_proj.weight).train(mha.training)  # same device, dtype and mode
 
+    def _check_settings(self) -> None:
+        check_settings(self, num_heads=self.num_heads * self.head_dim == self.d_out == self.out_proj.in_features,
+                       d_in=self.qkv.in_features == self.d_in)
+
     def project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries (b, h, T, head_dim), keys and values (b, kv_heads, T, head_dim) from one matrix multiply.
 
         With rotary positions, queries and keys are turned for positions start, start + 1, ...
         """
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         return self._project_heads(x, check_size(start, "start", minimum=0))
 
     def _project_heads(self, x: torch.Tensor, start: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """project_heads without the input check, for forward, which has checked x already."""
         b, num_tokens, _ = x.shape
-        # checked here: torch's fused kernels may turn a NaN projection into zeros instead of passing it on
-        qkv = check_result(self, self.qkv(x), x)  # (b, T, (h + 2 * kv_heads) * head_dim)
+        qkv = self.qkv(x)  # (b, T, (h + 2 * kv_heads) * head_dim)
+        # torch's fused kernels may turn a NaN projection into zeros instead of passing it on, so NaN weights are
+        # looked for here; a NaN or inf weight spoils that column for every token, so the first token is enough
+        check_result(self, qkv[:, :1], x)
         sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
         heads = (self.num_heads, self.num_kv_heads, self.num_kv_heads)
         queries, keys, values = (
@@ -357,6 +388,7 @@ class FusedMultiHeadAttention(nn.Module):
 
     def combine_heads(self, context: torch.Tensor) -> torch.Tensor:
         """Put the heads' context vectors side by side and mix them with out_proj."""
+        self._check_settings()
         check_tensor(context, "context", ranks=(4,), last_dim=self.head_dim, like=self.out_proj.weight,
                      last_name="head_dim")
         if context.shape[1] != self.num_heads:
@@ -368,7 +400,7 @@ class FusedMultiHeadAttention(nn.Module):
                     f"实际是 {tuple(context.shape)}；第二维是头的个数。",
                 )
             )
-        return check_result(self, self._combine_heads(context))
+        return check_result(self, self._combine_heads(context), context, "context")
 
     def _combine_heads(self, context: torch.Tensor) -> torch.Tensor:
         """combine_heads without its checks, for forward."""
@@ -389,6 +421,7 @@ class FusedMultiHeadAttention(nn.Module):
         cache.position + 1, ..., their keys and values join the cache, and their queries attend to
         everything the cache keeps for them.
         """
+        self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape
         start = 0 if cache is None else check_layer_cache(cache, padding_mask)  # the position of x's first token

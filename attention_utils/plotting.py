@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import numbers
 from collections.abc import Iterator, Sequence
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib import font_manager
 
-from .checks import bilingual
+from .checks import bilingual, check_flag, check_index, check_real, shown
 from .language import LANGUAGES, choose_language, get_language, text  # noqa: F401 (lessons import text from here)
 
 BUNDLED_FONT_PACKAGE = "pylopdf_fonts_zh_cn"
@@ -39,6 +41,13 @@ REGULAR, BOLD = 400, 700
 
 def set_language(language: str) -> None:
     """Choose the language of plot titles, labels and printed lines ("en" or "zh"); make sure glyphs exist."""
+    if not isinstance(language, str):
+        raise TypeError(
+            bilingual(
+                f"language must be 'en' or 'zh', got {type(language).__name__}.",
+                f"language 只能是 'en' 或 'zh'，实际是 {type(language).__name__}。",
+            )
+        )
     choose_language(language)
     use_cjk_font()
 
@@ -106,6 +115,125 @@ def use_cjk_font() -> str:
     return next(entry.fname for entry in manager.ttflist if entry.name == CHINESE_FAMILY)
 
 
+MOST_PANELS = 100  # a grid beyond this is never meant, and takes minutes to lay out
+LARGEST_FIGURE = 100.0  # inches per side; matplotlib cannot draw images much larger
+
+
+def _as_real_tensor(data: object, name: str, shape_en: str, shape_zh: str) -> torch.Tensor:
+    """A tensor or numpy array of real numbers (bools count as 0 and 1), as a float64 tensor on the CPU."""
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        data = torch.from_numpy(data.astype(np.float64))
+    if not isinstance(data, torch.Tensor) or data.is_complex() or data.is_meta:
+        kind = f"a {data.dtype} tensor" if isinstance(data, torch.Tensor) else type(data).__name__
+        kind_zh = f"{data.dtype} 张量" if isinstance(data, torch.Tensor) else type(data).__name__
+        if getattr(data, "is_meta", False):
+            kind, kind_zh = "a tensor on the meta device, which holds no values", "meta 设备上的张量，它没有数值"
+        raise TypeError(
+            bilingual(
+                f"{name} must be a tensor (or numpy array) of real numbers {shape_en}, got {kind}.",
+                f"{name} 必须是由实数组成的张量（或 numpy 数组），{shape_zh}，实际是 {kind_zh}。",
+            )
+        )
+    return data.detach().cpu().double()
+
+
+def _listed(value: object) -> bool:
+    """A list, tuple, numpy array or tensor of things; a string or a single (0-d) number is not."""
+    if isinstance(value, (str, bytes)) or (isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0):
+        return False
+    return hasattr(value, "__len__") and hasattr(value, "__iter__")
+
+
+def _check_labels(labels: object, count: int, name: str, what_en: str, what_zh: str) -> list[str] | None:
+    """None, or one label per item: a list, tuple or numpy array (a string is not a list of labels)."""
+    if labels is None:
+        return None
+    if not _listed(labels):
+        raise TypeError(
+            bilingual(
+                f"{name} must be a list with one label per {what_en}, got {type(labels).__name__}.",
+                f"{name} 必须是列表，每个{what_zh}一个标签，实际是 {type(labels).__name__}。",
+            )
+        )
+    single = (lambda label: isinstance(label, (str, numbers.Number))
+              or (isinstance(label, (torch.Tensor, np.ndarray)) and label.ndim == 0 and not getattr(label, "is_meta", False)))
+    if not all(single(label) for label in labels):
+        raise TypeError(
+            bilingual(
+                f"{name} must hold strings (or numbers), one per {what_en}, not lists or tensors.",
+                f"{name} 里应当是字符串（或数），每个{what_zh}一个，而不是列表或张量。",
+            )
+        )
+    if len(labels) != count:
+        raise ValueError(
+            bilingual(
+                f"{name} must hold one label per {what_en}: {count} needed, {len(labels)} given.",
+                f"{name} 必须每个{what_zh}一个标签：需要 {count} 个，实际给了 {len(labels)} 个。",
+            )
+        )
+    return [str(label.item()) if isinstance(label, (torch.Tensor, np.ndarray)) else str(label) for label in labels]
+
+
+def _check_text(value: object, name: str, optional: bool = False) -> None:
+    """Axis labels and titles are strings (text(en, zh) gives one in the current language)."""
+    if not isinstance(value, str) and not (optional and value is None):
+        raise TypeError(
+            bilingual(
+                f"{name} must be a string, got {type(value).__name__}; for example {name}='keys'.",
+                f"{name} 必须是字符串，实际是 {type(value).__name__}；例如 text('keys', '键')。",
+            )
+        )
+
+
+def _check_figsize(figsize: object) -> tuple[float, float] | None:
+    """None, or (width, height) in inches, each a number above 0 and at most LARGEST_FIGURE."""
+    if figsize is None:
+        return None
+    if not isinstance(figsize, (tuple, list)) or len(figsize) != 2:
+        raise TypeError(
+            bilingual(
+                f"figsize must be (width, height) in inches, for example figsize=(6, 4), got {shown(figsize)}.",
+                f"figsize 必须是以英寸为单位的 (宽, 高)，例如 figsize=(6, 4)，实际是 {shown(figsize, True)}。",
+            )
+        )
+    sides = [check_real(side, "figsize", "(6, 4)", positive=True) for side in figsize]
+    if max(sides) > LARGEST_FIGURE:
+        raise ValueError(
+            bilingual(
+                f"figsize must be at most {LARGEST_FIGURE:g} inches a side, got {tuple(figsize)}.",
+                f"figsize 每边不能超过 {LARGEST_FIGURE:g} 英寸，实际是 {tuple(figsize)}。",
+            )
+        )
+    return sides[0], sides[1]
+
+
+def _check_colour_range(data: torch.Tensor, vmin: object, vmax: object) -> tuple[float, float]:
+    """The colour scale: vmin and vmax as given (finite numbers, vmin <= vmax), else the finite data's range."""
+    finite = data[torch.isfinite(data)]
+    low = check_real(vmin, "vmin", "0") if vmin is not None else float(finite.min()) if finite.numel() else 0.0
+    high = check_real(vmax, "vmax", "1") if vmax is not None else float(finite.max()) if finite.numel() else 1.0
+    if low > high:
+        raise ValueError(
+            bilingual(
+                f"vmin={low:g} must not be above vmax={high:g}; for attention weights use vmin=0, vmax=1.",
+                f"vmin={low:g} 不能大于 vmax={high:g}；注意力权重可以用 vmin=0、vmax=1。",
+            )
+        )
+    return low, high
+
+
+def _check_cmap(cmap: object) -> object:
+    """A colour map's name known to matplotlib ('Blues', 'viridis', ...) or a Colormap."""
+    if isinstance(cmap, matplotlib.colors.Colormap) or (isinstance(cmap, str) and cmap in matplotlib.colormaps):
+        return cmap
+    raise ValueError(
+        bilingual(
+            f"cmap must name a matplotlib colour map such as 'Blues' or 'viridis', got {shown(cmap)}.",
+            f"cmap 必须是 matplotlib 的颜色映射名，例如 'Blues' 或 'viridis'，实际是 {shown(cmap, True)}。",
+        )
+    )
+
+
 def show_heatmaps(
     matrices: torch.Tensor,
     xlabel: str,
@@ -123,23 +251,42 @@ def show_heatmaps(
 
     One function serves every lesson: a single matrix is passed as matrices[None, None]. All panels
     share one colour scale, from the data's min and max unless `vmin`/`vmax` fix it (for example
-    0 and 1 for attention weights, so two figures can be compared).
+    0 and 1 for attention weights, so two figures can be compared). NaN and inf are drawn as they
+    are (lesson 3 shows where they come from); the scale then comes from the finite entries.
     """
-    if matrices.dim() != 4:
+    data = _as_real_tensor(matrices, "matrices", "(rows, cols, queries, keys)", "形状为 (行, 列, 查询, 键)").float()
+    if data.dim() != 4 or 0 in data.shape:
         raise ValueError(
             bilingual(
-                f"show_heatmaps expects a 4-d tensor (rows, cols, queries, keys), got shape {tuple(matrices.shape)}; "
-                "wrap a single matrix as m[None, None].",
-                f"show_heatmaps 需要形状为 (行, 列, 查询, 键) 的 4 维张量，实际形状是 {tuple(matrices.shape)}；"
-                "单个矩阵请写成 m[None, None]。",
+                f"show_heatmaps expects `matrices` as a 4-d tensor (rows, cols, queries, keys) with no empty side, "
+                f"got shape {tuple(data.shape)}; wrap a single matrix as m[None, None].",
+                f"show_heatmaps 需要的 `matrices` 是形状为 (行, 列, 查询, 键) 且每一维都不为空的 4 维张量，实际形状是 "
+                f"{tuple(data.shape)}；单个矩阵请写成 m[None, None]。",
             )
         )
-    data = matrices.detach().float().cpu().numpy()
     rows, cols, n_q, n_k = data.shape
-    size = figsize or (max(3.2, 0.55 * n_k + 1.6) * cols, max(2.8, 0.5 * n_q + 1.2) * rows)
+    if rows * cols > MOST_PANELS:
+        raise ValueError(
+            bilingual(
+                f"matrices of shape {tuple(data.shape)} would draw {rows * cols} panels; show at most "
+                f"{MOST_PANELS}, for example matrices[:2, :4].",
+                f"形状为 {tuple(data.shape)} 的 matrices 要画 {rows * cols} 个子图；最多画 {MOST_PANELS} 个，"
+                "例如 matrices[:2, :4]。",
+            )
+        )
+    _check_text(xlabel, "xlabel")
+    _check_text(ylabel, "ylabel")
+    titles = _check_labels(titles, rows * cols, "titles", "panel", "子图")
+    xticklabels = _check_labels(xticklabels, n_k, "xticklabels", "key (column)", "键（列）")
+    yticklabels = _check_labels(yticklabels, n_q, "yticklabels", "query (row)", "查询（行）")
+    cmap = _check_cmap(cmap)
+    annotate = check_flag(annotate, "annotate")
+    figsize = _check_figsize(figsize)
+    vmin, vmax = _check_colour_range(data, vmin, vmax)
+    data = data.numpy()
+    size = figsize or (min(max(3.2, 0.55 * n_k + 1.6) * cols, LARGEST_FIGURE),
+                       min(max(2.8, 0.5 * n_q + 1.2) * rows, LARGEST_FIGURE))
     fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, layout="constrained")
-    vmin = float(data.min()) if vmin is None else vmin
-    vmax = float(data.max()) if vmax is None else vmax
     for r in range(rows):
         for c in range(cols):
             ax = axes[r][c]
@@ -150,8 +297,9 @@ def show_heatmaps(
                         value = float(data[r, c, i, j])
                         shade = "white" if value > (vmin + vmax) / 2 else "black"
                         ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color=shade)
-            ax.set_xticks(range(n_k), xticklabels or range(n_k), rotation=45 if xticklabels else 0)
-            ax.set_yticks(range(n_q), yticklabels or range(n_q))
+            ax.set_xticks(range(n_k), xticklabels if xticklabels is not None else range(n_k),
+                          rotation=45 if xticklabels is not None else 0)
+            ax.set_yticks(range(n_q), yticklabels if yticklabels is not None else range(n_q))
             if r == rows - 1:
                 ax.set_xlabel(xlabel)
             if c == 0:
@@ -178,22 +326,45 @@ def plot_vectors_3d(
     angle between arrows i and j with an arc and its size in degrees. Pass `ax` (a 3D axes) to
     draw into an existing figure. The view is orthographic, so angles are not bent by perspective.
     """
-    if not isinstance(vectors, torch.Tensor) or vectors.dim() != 2 or vectors.shape[-1] != 3:
-        shape = tuple(vectors.shape) if isinstance(vectors, torch.Tensor) else type(vectors).__name__
+    data = _as_real_tensor(vectors, "vectors", "of shape (n, 3)", "形状为 (n, 3)")
+    if data.dim() != 2 or data.shape[-1] != 3 or data.shape[0] == 0:
         raise ValueError(
             bilingual(
-                f"plot_vectors_3d expects a tensor of shape (n, 3), one vector per row, got {shape}.",
-                f"plot_vectors_3d 需要形状为 (n, 3) 的张量，每行一个向量，实际是 {shape}。",
+                f"plot_vectors_3d expects `vectors` of shape (n, 3), one vector per row, got {tuple(data.shape)}.",
+                f"plot_vectors_3d 需要的 `vectors` 是形状为 (n, 3) 的张量，每行一个向量，实际是 {tuple(data.shape)}。",
             )
         )
-    if len(labels) != len(vectors):
+    if not torch.isfinite(data).all() or data.abs().max() > 1e150:
         raise ValueError(
             bilingual(
-                f"Give one label per vector: {len(vectors)} vectors but {len(labels)} labels.",
-                f"每个向量需要一个标签：共有 {len(vectors)} 个向量，却给了 {len(labels)} 个标签。",
+                "vectors must hold finite numbers of a drawable size (below 1e150), got NaN, inf or larger; "
+                "find where they first appear with torch.isfinite(vectors).",
+                "vectors 里的数必须是有限的，而且不超过 1e150 才能画出来，实际有 NaN、inf 或更大的数；"
+                "请用 torch.isfinite(vectors) 找到它们。",
             )
         )
-    data = vectors.detach().double().cpu()
+    count = len(data)
+    labels = _check_labels(labels, count, "labels", "vector", "向量")
+    if labels is None:
+        raise TypeError(
+            bilingual(
+                f"labels must be a list with one label per vector ({count}), for example ['a', 'b'], got None.",
+                f"labels 必须是列表，每个向量一个标签（共 {count} 个），例如 ['a', 'b']，实际是 None。",
+            )
+        )
+    if highlight is not None:
+        highlight = check_index(highlight, "highlight", count, "向量数")
+    if angle_between is not None:
+        angle_between = _check_pair(angle_between, data)
+    _check_text(title, "title", optional=True)
+    elev, azim = check_real(elev, "elev", "15"), check_real(azim, "azim", "-35")
+    if ax is not None and getattr(ax, "name", None) != "3d":
+        raise TypeError(
+            bilingual(
+                f"ax must be 3D axes, made with fig.add_subplot(projection='3d'), got {type(ax).__name__}.",
+                f"ax 必须是三维坐标轴，用 fig.add_subplot(projection='3d') 创建，实际是 {type(ax).__name__}。",
+            )
+        )
     if ax is None:
         fig = plt.figure(figsize=(6.5, 5.5), layout="constrained")
         ax = fig.add_subplot(projection="3d")
@@ -231,3 +402,24 @@ def plot_vectors_3d(
     if title is not None:
         ax.set_title(title)
     return ax.figure
+
+
+def _check_pair(pair: object, data: torch.Tensor) -> tuple[int, int]:
+    """Two indices of vectors that have a length, so the angle between them exists."""
+    if not _listed(pair) or len(pair) != 2:
+        raise TypeError(
+            bilingual(
+                f"angle_between must be a pair of vector indices such as (0, 1), got {shown(pair)}.",
+                f"angle_between 必须是两个向量下标组成的一对，例如 (0, 1)，实际是 {shown(pair, True)}。",
+            )
+        )
+    first, second = (check_index(i, "angle_between", len(data), "向量数") for i in pair)
+    for index in (first, second):
+        if not data[index].any():
+            raise ValueError(
+                bilingual(
+                    f"angle_between=({first}, {second}): vector {index} has length 0, so it makes no angle.",
+                    f"angle_between=({first}, {second})：向量 {index} 的长度为 0，不构成角度。",
+                )
+            )
+    return first, second

@@ -34,8 +34,10 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
     return {(row["implementation"], row["mode"], row["length"]): row for row in rows}
 
 
-def headline(results: dict, language: str = "en") -> list[str]:
-    """The numbers lesson 8 quotes, one line each, in English or Chinese, all at T=1024."""
+def headline(results: dict, language: str | None = None) -> list[str]:
+    """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
+    from .language import get_language  # imported here so reading JSON stays stdlib-only
+
     index = by_run(results["rows"])
     same = results["interleaved"]
     ms = same["median_ms"]
@@ -53,26 +55,25 @@ def headline(results: dict, language: str = "en") -> list[str]:
         drop_ratio=training("fused_dropout")["median_ms"] / training("fused")["median_ms"],
     )
     english = [
-        "inference, one process, timed in alternating pairs ({calls} calls each side): book {book:.0f} ms, one QKV matmul {explicit:.0f} ms, "
-        "fused module {fused:.0f} ms, bare floor {bare:.0f} ms",
-        "  one QKV matmul: {one_qkv:.2f}x as fast as the book; SDPA on top: {sdpa:.2f}x as fast again",
+        "inference, one process, timed in alternating pairs ({calls} calls each): book {book:.0f} ms, "
+        "one QKV projection {explicit:.0f} ms, fused module {fused:.0f} ms, bare floor {bare:.0f} ms",
+        "  one QKV projection: {one_qkv:.2f}x as fast as the book; SDPA on top: {sdpa:.2f}x as fast again",
         "  fused module / bare floor: {floor:.3f}",
         "training, separate processes: fused {train:.0f} ms, {train_mib:.0f} MiB; fused with dropout {drop:.0f} ms, "
         "{drop_mib:.0f} MiB ({drop_ratio:.1f}x the time); book {book_train:.0f} ms, {book_train_mib:.0f} MiB",
         "boolean causal mask instead of is_causal=True (one process): {mask_ratio:.2f}x the time",
     ]
     chinese = [
-        "推理，同一进程内两两交替计时（每边 {calls} 次）：书中模块 {book:.0f} 毫秒，合并 QKV 后 {explicit:.0f} 毫秒，"
-        "融合模块 {fused:.0f} 毫秒，裸 SDPA 下限 {bare:.0f} 毫秒",
-        "  合并 QKV：速度是书中模块的 {one_qkv:.2f} 倍；再换 SDPA：速度又是前者的 {sdpa:.2f} 倍",
-        "  融合模块与裸 SDPA 下限的耗时之比：{floor:.3f}",
+        "推理，同一进程内两两交替计时（每种各调用 {calls} 次）：书中模块 {book:.0f} 毫秒，"
+        "合并 QKV 投影 {explicit:.0f} 毫秒，融合模块 {fused:.0f} 毫秒，裸 SDPA 下限 {bare:.0f} 毫秒",
+        "  合并 QKV 投影：速度是书中模块的 {one_qkv:.2f} 倍；再换成 SDPA：速度又是前者的 {sdpa:.2f} 倍",
+        "  融合模块的耗时是裸 SDPA 下限的 {floor:.3f} 倍",
         "训练，各自独立的进程：融合模块 {train:.0f} 毫秒、{train_mib:.0f} MiB；带 dropout 的融合模块 {drop:.0f} 毫秒、"
         "{drop_mib:.0f} MiB（耗时是前者的 {drop_ratio:.1f} 倍）；书中模块 {book_train:.0f} 毫秒、{book_train_mib:.0f} MiB",
         "用布尔因果掩码代替 is_causal=True（同一进程）：耗时是融合模块的 {mask_ratio:.2f} 倍",
     ]
-    return [line.format(**values) for line in (chinese if language == "zh" else english)]
-
-
+    chosen = chinese if (language or get_language()) == "zh" else english
+    return [line.format(**values) for line in chosen]
 
 
 # Lesson 12: decoding with and without a KV cache (make bench, or python -m attention_utils.course.bench --decode).

@@ -110,7 +110,7 @@ def tiled_attention(
     causal = check_flag(causal, "causal")
     block_q = check_size(block_size, "block_size") if block_q is None else check_size(block_q, "block_q")
     block_k = check_size(block_size, "block_size") if block_k is None else check_size(block_k, "block_k")
-    output = TiledAttention.apply(queries, keys, values, block_q, block_k, causal)
+    output, _ = TiledAttention.apply(queries, keys, values, block_q, block_k, causal)
     check_no_overflow(output)  # the inputs are finite, so NaN or inf here means the scores overflowed
     return output
 
@@ -163,17 +163,23 @@ class TiledAttention(torch.autograd.Function):
     number per query instead, L = m + log(l), and recomputes exp(scores - L) tile by tile.
     """
 
+    generate_vmap_rule = True  # torch.vmap and torch.func run forward and backward on batched tensors as they are
+
     @staticmethod
-    def forward(ctx, queries, keys, values, block_q, block_k, causal):
-        with torch.no_grad():
-            output, log_sum_exp = tiled_forward(queries, keys, values, block_q, block_k, causal)
+    def forward(queries, keys, values, block_q, block_k, causal):
+        return tiled_forward(queries, keys, values, block_q, block_k, causal)
+
+    @staticmethod
+    def setup_context(ctx, inputs, outputs):
+        queries, keys, values, block_q, block_k, causal = inputs
+        output, log_sum_exp = outputs
         ctx.save_for_backward(queries, keys, values, output, log_sum_exp)
+        ctx.mark_non_differentiable(log_sum_exp)
         ctx.tiling = (block_q, block_k, causal)
-        return output
 
     @staticmethod
     @once_differentiable  # the backward is written by hand, so a second derivative through it would be wrong
-    def backward(ctx, grad_output):
+    def backward(ctx, grad_output, _grad_log_sum_exp):
         queries, keys, values, output, log_sum_exp = ctx.saved_tensors
         scale = 1.0 / math.sqrt(queries.shape[-1]) if queries.shape[-1] else 1.0
         grad_queries, grad_keys, grad_values = (torch.zeros_like(t) for t in (queries, keys, values))

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .checks import (
+    Overflowed,
     bilingual,
     cannot_read,
     check_flag,
@@ -24,10 +25,13 @@ from .checks import (
     check_result,
     check_size,
     check_weights,
+    overflow_error,
+    shown,
 )
 from .devices import check_fits
+from .functional import future
 from .kv_cache import KVCache, check_model_cache
-from .modules import FLOAT_BYTES, FusedMultiHeadAttention, MultiHeadAttention
+from .modules import FLOAT_BYTES, MOST_MODULES, FusedMultiHeadAttention, MultiHeadAttention
 
 POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary")
 ROTARY_BASE = 10000.0  # "rotary" turns each layer's queries and keys with the RoFormer paper's base (lesson 11)
@@ -48,36 +52,40 @@ def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     return table
 
 
-def check_tokens(tokens: object, vocab_size: int, context_length: int, device: torch.device | None = None) -> torch.Tensor:
+def check_tokens(
+    tokens: object, vocab_size: int, context_length: int, device: torch.device | None = None, name: str = "tokens"
+) -> torch.Tensor:
     """Token ids must be an integer tensor (b, T) on the model's device, 0 <= id < vocab_size, T <= context_length."""
     integer = isinstance(tokens, torch.Tensor) and not tokens.is_floating_point() and not tokens.is_complex()
     if not integer or tokens.dtype == torch.bool:
         kind = tokens.dtype if isinstance(tokens, torch.Tensor) else type(tokens).__name__
         raise TypeError(
             bilingual(
-                f"tokens must be an integer tensor of token ids, got {kind}; use tasks.encode('abc', vocab_size).",
-                f"tokens 必须是由词元编号组成的整数张量，实际是 {kind}；请用 tasks.encode('abc', vocab_size) 生成。",
+                f"{name} must be an integer tensor of token ids, got {kind}; use tasks.encode('abc', vocab_size).",
+                f"{name} 必须是由词元编号组成的整数张量，实际是 {kind}；请用 tasks.encode('abc', vocab_size) 生成。",
             )
         )
     if device is not None and tokens.device != device:
         raise TypeError(
             bilingual(
-                f"tokens are on {tokens.device} but the model is on {device}; move them with tokens.to('{device}').",
-                f"tokens 在 {tokens.device} 上，而模型在 {device} 上；请用 tokens.to('{device}') 移过去。",
+                f"{name} are on {tokens.device} but the model is on {device}; move them with {name}.to('{device}').",
+                f"{name} 在 {tokens.device} 上，而模型在 {device} 上；请用 {name}.to('{device}') 移过去。",
             )
         )
     if tokens.dim() != 2 or not tokens.shape[1] <= context_length:
         raise ValueError(
             bilingual(
-                f"tokens must have shape (batch, T) with T <= context_length={context_length}, got {tuple(tokens.shape)}.",
-                f"tokens 的形状应为 (batch, T)，且 T <= context_length={context_length}，实际是 {tuple(tokens.shape)}。",
+                f"{name} must have shape (batch, T) with T <= context_length={context_length}, got {tuple(tokens.shape)}.",
+                f"{name} 的形状应为 (batch, T)，且 T <= context_length={context_length}，实际是 {tuple(tokens.shape)}。",
             )
         )
     if tokens.numel() and not cannot_read(tokens) and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(
             bilingual(
-                f"token ids must lie in 0..{vocab_size - 1}, got values from {int(tokens.min())} to {int(tokens.max())}.",
-                f"词元编号应在 0 到 {vocab_size - 1} 之间，实际范围是 {int(tokens.min())} 到 {int(tokens.max())}。",
+                f"{name} must hold token ids from 0 to {vocab_size - 1} (vocab_size={vocab_size}), got values from "
+                f"{int(tokens.min())} to {int(tokens.max())}.",
+                f"{name} 里的词元编号应在 0 到 {vocab_size - 1} 之间（vocab_size={vocab_size}），实际范围是 "
+                f"{int(tokens.min())} 到 {int(tokens.max())}。",
             )
         )
     return tokens.long()  # nn.Embedding reads int64 (or int32) ids; uint8 and int16 ids are fine too
@@ -97,22 +105,22 @@ class TinyAttentionModel(nn.Module):
         causal: bool = True,
     ) -> None:
         super().__init__()
-        self.vocab_size = check_size(vocab_size, "vocab_size")
-        self.context_length = check_size(context_length, "context_length")
+        self.vocab_size = vocab_size = check_size(vocab_size, "vocab_size")
+        self.context_length = context_length = check_size(context_length, "context_length")
         d_model = check_size(d_model, "d_model")
         num_heads = check_size(num_heads, "num_heads")
         check_heads(d_model, num_heads, "d_model")
-        num_layers = check_size(num_layers, "num_layers")
+        num_layers = check_size(num_layers, "num_layers", maximum=MOST_MODULES)
         if not isinstance(positions, str) or positions not in POSITION_KINDS:
             raise (TypeError if not isinstance(positions, str) else ValueError)(
                 bilingual(
-                    f"positions must be one of {POSITION_KINDS}, got {positions!r}.",
-                    f"positions 必须是 {POSITION_KINDS} 之一，实际是 {positions!r}。",
+                    f"positions must be one of {POSITION_KINDS}, got {shown(positions)}.",
+                    f"positions 必须是 {POSITION_KINDS} 之一，实际是 {shown(positions, True)}。",
                 )
             )
         self.positions = positions
-        self.causal = causal = check_flag(causal, "causal")
-        check_model_fits(self.vocab_size, self.context_length, d_model, num_layers)
+        causal = check_flag(causal, "causal")
+        check_model_fits(vocab_size, context_length, d_model, num_layers)
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         if positions == "learned":
             self.position_embedding = nn.Parameter(0.1 * torch.randn(context_length, d_model))
@@ -134,10 +142,20 @@ class TinyAttentionModel(nn.Module):
             MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads, rotary_base=rotary_base)
             for _ in range(num_layers)
         )
-        if not causal:
-            for layer in self.layers:
-                layer.mask.zero_()  # the causal mask is a buffer; all zeros hides nothing: every token sees every token
+        self.causal = causal  # sets the layers' masks (see the property below)
         self.readout = nn.Linear(d_model, vocab_size)
+
+    @property
+    def causal(self) -> bool:
+        """True when each token sees only itself and the tokens before it."""
+        return self._causal
+
+    @causal.setter
+    def causal(self, causal: bool) -> None:
+        self._causal = check_flag(causal, "causal")
+        with torch.no_grad():  # the causal mask is a buffer; all zeros hides nothing: every token sees every token
+            for layer in self.layers:
+                layer.mask.copy_(future(layer.mask.shape[-1], layer.mask.device) if self._causal else 0.0)
 
     def run(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (b, T, vocab_size) and every layer's attention weights (layers, b, heads, T, T)."""
@@ -147,10 +165,13 @@ class TinyAttentionModel(nn.Module):
         if self.position_embedding is not None:
             hidden = hidden + self.position_embedding[: tokens.shape[1]]  # the same vector for position t in every row
         maps = []
-        for layer in self.layers:
-            context, weights = layer(hidden, return_weights=True)
-            hidden = hidden + context  # residual: each layer adds what it read to what was there
-            maps.append(weights)
+        try:
+            for layer in self.layers:
+                context, weights = layer(hidden, return_weights=True)
+                hidden = hidden + context  # residual: each layer adds what it read to what was there
+                maps.append(weights)
+        except Overflowed:  # the weights are finite (checked above), so they are too large: name the model's largest
+            raise overflow_error(self, hidden.dtype) from None
         return check_result(self, self.readout(hidden)), torch.stack(maps)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -196,3 +196,70 @@ def test_kernels_are_timed_as_neighbouring_pairs_in_alternating_order(monkeypatc
     alternating = ["explicit", "tiled", "tiled", "explicit"] * 2 + ["tiled", "sdpa", "sdpa", "tiled"] * 2
     assert timed == alternating
     assert set(found["ratios"]) == {"explicit/tiled", "tiled/sdpa"}
+
+
+def readme_halves() -> tuple[str, str]:
+    """The README's benchmark section split into its English and its Chinese half (at the Chinese set-up line)."""
+    section = report.markdown(results.load_saved())
+    english, chinese = section.split("\n由 `make bench` 于 ", 1)
+    return english, "由 `make bench` 于 " + chinese
+
+
+def table_rows(half: str) -> dict[str, list[str]]:
+    """The table of one half: {first cell: the other cells}, header and rule left out."""
+    rows = [line.strip("|").split(" | ") for line in half.splitlines() if line.startswith("| ")]
+    return {cells[0].strip(): [cell.strip() for cell in cells[1:]] for cells in rows[1:]}
+
+
+def test_the_readme_section_has_an_english_and_a_chinese_half():
+    english, chinese = readme_halves()
+    assert "figures/bench_time_en.png" in english and "figures/bench_memory_en.png" in english
+    assert "figures/bench_time_zh.png" in chinese and "figures/bench_memory_zh.png" in chinese
+    assert "_en.png" not in chinese and "_zh.png" not in english
+    assert not re.search(r"[\u4e00-\u9fff]", english), "Chinese in the English half"
+    for words in ("Written by", "Traps", "Timed in one process", "implementation", "calls each side"):
+        assert words not in chinese, words
+    assert "| 实现 | 推理耗时（毫秒） |" in chinese and "每种各调用" in chinese and "每边" not in chinese
+
+
+def test_the_chinese_table_holds_the_saved_numbers_under_the_glossarys_names():
+    saved = results.load_saved()
+    english, chinese = readme_halves()
+    zh_rows, en_rows = table_rows(chinese), table_rows(english)
+    labels = {key: implementation.label for key, implementation in implementations.IMPLEMENTATIONS.items()}
+    assert labels["wrapper"][1].startswith("包装器") and labels["explicit"][1].startswith("合并 QKV 投影")
+    for row in saved["rows"]:
+        if row["length"] != 1024:
+            continue
+        en_label, zh_label = labels[row["implementation"]]
+        column = 0 if row["mode"] == "inference" else 3
+        median = str(round(row["median_ms"]))  # read from the JSON, not from the report
+        assert zh_rows[zh_label][column].startswith(median + "（"), (zh_label, zh_rows[zh_label])
+        assert en_rows[en_label][column].startswith(median + " ("), (en_label, en_rows[en_label])
+        assert zh_rows[zh_label][column + 2] == en_rows[en_label][column + 2] == str(round(row["memory_mib"]))
+    assert len(zh_rows) == len(en_rows)
+
+
+def test_every_saved_note_has_its_chinese():
+    for note in results.load_saved()["notes"]:
+        chinese = report.note_zh(note)
+        assert chinese != note and re.search(r"[\u4e00-\u9fff]", chinese), note
+        assert sorted(re.findall(r"\d+", chinese)) == sorted(re.findall(r"\d+", note)), (note, chinese)  # the same numbers
+    stopped = report.note_zh("wrapper of single heads stopped at training, T=2048: out of memory")
+    assert stopped == "包装器（wrapper）在训练、T=2048 时中止：out of memory"
+    assert report.note_zh("a note nobody has translated") == "a note nobody has translated"
+
+
+def test_the_headline_follows_the_language():
+    saved = results.load_saved()
+    english, chinese = results.headline(saved, "en"), results.headline(saved, "zh")
+    assert len(english) == len(chinese) == 5
+    for en, zh in zip(english, chinese):
+        assert re.findall(r"\d+(?:\.\d+)?", en) == re.findall(r"\d+(?:\.\d+)?", zh), (en, zh)
+    assert "合并 QKV 投影" in chinese[0] and "每种各调用 15 次" in chinese[0] and "倍" in chinese[2]
+    language.choose_language("zh")
+    try:
+        assert results.headline(saved) == chinese
+    finally:
+        language.choose_language("en")
+    assert results.headline(saved) == english

@@ -163,9 +163,9 @@ def test_a_cache_holds_a_sequence_to_its_context_length_only():
     (lambda: au.FusedMultiHeadAttention(8, 8, 4, 0.0, 4, num_kv_heads=2.0), TypeError, ("num_kv_heads",)),
     (lambda: au.FusedMultiHeadAttention(8, 8, 4, 0.0, 4, window=0), ValueError, ("window",)),
     (lambda: au.FusedMultiHeadAttention(8, 8, 4, 0.0, 4, sinks=2), ValueError, ("sinks=2",)),
-    (lambda: au.FusedMultiHeadAttention(12, 12, 4, 0.0, 4, rotary_base=10000.0), ValueError, ("3",)),  # odd head_dim
+    (lambda: au.FusedMultiHeadAttention(12, 12, 4, 0.0, 4, rotary_base=10000.0), ValueError, ("num_heads=4",)),
     (lambda: au.FusedMultiHeadAttention(8, 8, 4, 0.0, 4, rotary_base=10000.0, rotary_layout="halfs"), ValueError,
-     ("halfs",)),
+     ("rotary_layout", "halfs")),
 ])
 def test_bad_settings_are_explained_in_english_and_chinese(build_it, error, words):
     with pytest.raises(error) as raised:
@@ -187,3 +187,20 @@ def test_bad_caches_are_explained_in_english_and_chinese():
     windowed.load_state_dict(module.state_dict())
     with pytest.raises(ValueError, match="window=None.*\n.*window=None"):
         windowed(x[:, :1], cache=cache)  # a cache filled without a window
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "halves"])
+def test_from_multihead_carries_rotary_positions(layout):
+    """Lesson 11's rotary MultiHeadAttention and its fused copy agree, in one pass and decoding from a cache."""
+    torch.manual_seed(4)
+    book = au.MultiHeadAttention(6, 8, context_length=12, dropout=0.0, num_heads=2, rotary_base=500.0,
+                                 rotary_layout=layout).eval()
+    fused = au.FusedMultiHeadAttention.from_multihead(book)
+    assert (fused.rotary_base, fused.rotary_layout) == (500.0, layout)
+    x = torch.randn(2, 9, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(fused(x), book(x), rtol=0, atol=1e-5)
+        decoded, _ = decode_in_chunks(fused, x, [4, 1, 1, 3])
+        # a token placed at position 4 on its own gets the key it gets inside the whole sequence
+        torch.testing.assert_close(fused.project_heads(x[:, 4:5], start=4)[1], fused.project_heads(x)[1][:, :, 4:5])
+    torch.testing.assert_close(decoded, book(x), rtol=0, atol=1e-5)

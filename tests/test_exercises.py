@@ -1,92 +1,124 @@
-"""Lesson 1's exercise checkers accept the right answer and explain a wrong one, in both languages."""
+"""The checkers' shared helpers read answers in every form a learner may produce; the forms the lesson tests draw from.
 
+Every lesson's checker tests (`test_exercises_lessonNN.py`) import the Hypothesis strategies below:
+a right answer written as a Python, numpy or torch number, a float64 tensor or a numpy array, and
+wrong answers of every type, including objects whose comparison raises.
+"""
+
+from __future__ import annotations
+
+import fractions
+
+import numpy as np
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import attention_utils as au
-from attention_utils.exercises import lesson01
+from attention_utils.exercises import as_real_number, as_real_tensor, as_whole_number, checker
 
-
-def verdict(capsys) -> str:
-    return capsys.readouterr().out
-
-
-def loop_dot(a, b):
-    total = 0.0
-    for x, y in zip(a, b):
-        total += x * y
-    return total
+CORRECT = "✅ Correct / 正确"
+NOT_YET = "❌ Not yet / 还不对"
+UNCHECKABLE = "could not be checked"
 
 
-def test_dot_loop_accepts_a_loop_and_reports_step_one(capsys):
-    lesson01.check_dot_loop(loop_dot)
-    out = verdict(capsys)
-    assert "Correct" in out and "0.2935" in out  # 0.05*0.77 + 0.80*0.25 + 0.55*0.10, by hand
+# ---------------------------------------------------------------------------------------------
+# Forms of a right answer
 
 
-def test_dot_loop_explains_each_likely_mistake(capsys):
-    lesson01.check_dot_loop(...)
-    assert "Replace the ..." in verdict(capsys)
-
-    def unfinished(a, b):
-        ...
-
-    lesson01.check_dot_loop(unfinished)
-    assert "returns None" in verdict(capsys)
-    lesson01.check_dot_loop(lambda a, b: [x * y for x, y in zip(a, b)])  # forgot to add the products
-    out = verdict(capsys)
-    assert "add the products" in out and "加起来" in out
-    lesson01.check_dot_loop(lambda a, b: torch.tensor(a) * torch.tensor(b))  # the same slip with a tensor
-    assert "add the products" in verdict(capsys)
-    lesson01.check_dot_loop(lambda a, b: a @ b)  # the forbidden shortcut fails on plain lists
-    assert "plain Python lists" in verdict(capsys)
-    lesson01.check_dot_loop(lambda a, b: torch.dot(a, b))
-    assert "plain Python lists" in verdict(capsys)
-    lesson01.check_dot_loop(lambda a, b: sum(a[i] * b[i] for i in range(3)))  # fixed at three features
-    assert "Not yet" in verdict(capsys)
-    lesson01.check_dot_loop(lambda a, b: sum(a[i] * b[i] for i in range(4)))
-    assert "range(len(a))" in verdict(capsys)
-    lesson01.check_dot_loop(0.2935)
-    assert "Define a function" in verdict(capsys)
+def real_number_forms(value: float) -> st.SearchStrategy:
+    """The number as a learner may hold it: Python, numpy, 0-d or one-element torch, float32 or float64."""
+    return st.sampled_from([
+        float, np.float64, np.float32, np.array, lambda v: np.array([v]),
+        torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), lambda v: torch.tensor([v]),
+        lambda v: torch.tensor(v, requires_grad=True), lambda v: torch.tensor(v).numpy(),
+    ]).map(lambda form: form(value))
 
 
-def test_cosine_matrix(capsys):
-    x = au.example_inputs()
-    lesson01.check_cosine_matrix(x @ x.T)  # dot products, not cosines
-    assert "different values" in verdict(capsys)
-    lesson01.check_cosine_matrix(torch.nn.functional.cosine_similarity(x[:, None], x[None], dim=-1))
-    assert "Correct" in verdict(capsys)
+def whole_number_forms(value: int) -> st.SearchStrategy:
+    """A count as a learner may hold it: int, numpy int or float, 0-d torch integer or float, a whole float."""
+    return st.sampled_from([
+        int, float, np.int64, np.int32, np.float64, np.float32, np.array, torch.tensor,
+        lambda v: torch.tensor(v, dtype=torch.float64), lambda v: torch.tensor(v, dtype=torch.int32),
+        lambda v: fractions.Fraction(2 * v, 2),
+    ]).map(lambda form: form(value))
 
 
-def test_ranking_for_step(capsys):
-    # cosines with step from torch's own cosine_similarity: with 0.9611, journey 0.9141, starts 0.9038,
-    # Your 0.6493, one 0.3701; the dot products put journey (1.0865) and starts (1.0605) ahead of with (0.6565)
-    x = au.example_inputs()
-    cos = torch.nn.functional.cosine_similarity(x, x[5:6], dim=-1)
-    order = [au.TOKENS[i] for i in cos.argsort(descending=True).tolist() if i != 5]
-    assert order == ["with", "journey", "starts", "Your", "one"]
-    lesson01.check_ranking_for_step(order)
-    assert "Correct" in verdict(capsys)
-    lesson01.check_ranking_for_step(["journey", "starts", "with", "Your", "one"])
-    assert "order of the dot products" in verdict(capsys)
-    lesson01.check_ranking_for_step(list(reversed(order)))
-    assert "reversed" in verdict(capsys)
-    lesson01.check_ranking_for_step(["step", *order[:4]])
-    assert "Leave \"step\" itself out" in verdict(capsys)
-    lesson01.check_ranking_for_step(["with", "with", "starts", "Your", "one"])
-    assert "exactly once" in verdict(capsys)
-    lesson01.check_ranking_for_step(["journey", "with", "starts", "Your", "one"])
-    assert "Not yet" in verdict(capsys)
-    lesson01.check_ranking_for_step("with")
-    assert "list of token strings" in verdict(capsys)
+def tensor_forms(value: torch.Tensor) -> st.SearchStrategy:
+    """A tensor answer as a learner may hold it: float32 or float64, numpy, needing grad, not contiguous."""
+    return st.sampled_from([
+        lambda t: t.float(), lambda t: t.double(), lambda t: t.float().numpy(), lambda t: t.double().numpy(),
+        lambda t: t.float().clone().requires_grad_(True), lambda t: t.float().T.contiguous().T if t.dim() == 2 else t,
+        lambda t: t.float() + 0 * torch.ones_like(t.float()),
+    ]).map(lambda form: form(value.detach().clone()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrong answers
+
+
+class Awkward:
+    """An answer that fails whatever a checker does with it: compare, convert, measure, iterate."""
+
+    def __eq__(self, other):
+        raise RuntimeError("no comparing me")
+
+    __lt__ = __gt__ = __le__ = __ge__ = __ne__ = __eq__
+    __hash__ = None
+
+    def __bool__(self):
+        raise RuntimeError("no truth value")
+
+    def __float__(self):
+        raise RuntimeError("no float")
+
+    def __len__(self):
+        raise RuntimeError("no length")
+
+    def __iter__(self):
+        raise RuntimeError("no iterating")
+
+
+class AwkwardTensor(torch.Tensor):
+    """A tensor subclass whose comparisons raise, as a learner's odd object might."""
+
+    def __eq__(self, other):
+        raise RuntimeError("no comparing me")
+
+    __hash__ = torch.Tensor.__hash__
+
+
+plain_wrong_types = st.one_of(
+    st.none(), st.booleans(), st.text(max_size=8), st.complex_numbers(allow_nan=False, allow_infinity=False, min_magnitude=1),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=3), st.lists(st.integers(), max_size=4),
+    st.just(object()), st.just(float("nan")), st.just(float("inf")), st.just(np.array(["a", "b"])),
+    st.just(torch.ones(2, 2, dtype=torch.bool)), st.just(torch.ones(3, dtype=torch.cfloat)),
+)
+awkward = st.sampled_from([Awkward(), torch.ones(2).as_subclass(AwkwardTensor), [Awkward()], (Awkward(), Awkward())])
+any_wrong_type = st.one_of(plain_wrong_types, awkward)
+
+
+def verdict_of(check, *answers) -> str:
+    """Call a checker and return what it printed; it must not raise, whatever the answers."""
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        check(*answers)
+    return printed.getvalue()
+
+
+def is_bilingual_no(out: str) -> bool:
+    """A ❌ verdict followed by an English and a Chinese line."""
+    lines = out.strip().splitlines()
+    return lines[0] == NOT_YET and len(lines) >= 3 and any("\u4e00" <= ch <= "\u9fff" for ch in lines[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The helpers themselves
 
 
 def test_numbers_are_read_in_every_form_a_learner_may_produce():
-    import fractions
-
-    import numpy as np
-
-    from attention_utils.exercises import as_real_number, as_real_tensor, as_whole_number
-
     for whole in (136, 136.0, np.int64(136), np.float32(136), torch.tensor(136), torch.tensor(136.0, dtype=torch.float64),
                   np.array(136), fractions.Fraction(272, 2)):
         assert as_whole_number(whole) == 136, whole
@@ -100,16 +132,26 @@ def test_numbers_are_read_in_every_form_a_learner_may_produce():
 
 
 def test_a_checker_answers_with_a_verdict_whatever_goes_wrong_inside_it(capsys):
-    from attention_utils.exercises import checker
-
-    class Awkward:
-        def __eq__(self, other):
-            raise RuntimeError("no comparing me")
-
     @checker
     def check_something(answer):
         assert answer == 3
 
     check_something(Awkward())
     out = capsys.readouterr().out
-    assert out.startswith("❌ Not yet / 还不对") and "RuntimeError: no comparing me" in out and "无法检查" in out
+    assert out.startswith(NOT_YET) and "RuntimeError: no comparing me" in out and "无法检查" in out
+
+
+@settings(max_examples=30, deadline=None)
+@given(number=real_number_forms(0.25), count=whole_number_forms(136), matrix=tensor_forms(torch.eye(2)))
+def test_the_forms_hold_the_same_value(number, count, matrix):
+    assert float(torch.as_tensor(np.asarray(number.detach() if isinstance(number, torch.Tensor) else number))) == 0.25
+    assert as_whole_number(count) == 136
+    assert torch.equal(as_real_tensor(matrix), torch.eye(2, dtype=torch.float64))
+
+
+def test_a_complex_answer_is_not_told_to_drop_its_imaginary_part(capsys):
+    from attention_utils.exercises import check_tensor_answer
+
+    check_tensor_answer(torch.ones(2, dtype=torch.cfloat) + 1j, torch.ones(2), "The answer", "答案")
+    said = capsys.readouterr().out
+    assert said.startswith("❌") and ".float()" not in said and "imaginary" in said and "虚部" in said

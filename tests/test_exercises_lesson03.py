@@ -1,10 +1,20 @@
-"""Lesson 3 checkers accept the right answer and explain a wrong one, in both languages."""
+"""Lesson 3 checkers accept the right answer in any form, refuse every ready-made softmax, and explain a wrong one."""
 
+import functools
 import math
+import sys
 
+import numpy as np
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_exercises import (CORRECT, UNCHECKABLE, any_wrong_type, is_bilingual_no, plain_wrong_types, tensor_forms,
+                            verdict_of)
+from torch import softmax as imported_torch_softmax
 
 import attention_utils as au
+from attention_utils import online_softmax as imported_online
+from attention_utils import stable_softmax as imported_stable
 from attention_utils.exercises import lesson03
 
 
@@ -49,6 +59,100 @@ def test_stable_softmax_refuses_every_shortcut_and_restores_them(capsys):
     assert torch.allclose(x.softmax(-1), torch.softmax(x, dim=-1))  # everything works again afterwards
     assert torch.allclose(au.stable_softmax(x), torch.nn.functional.softmax(x, dim=-1))
     assert "softmax" not in torch.Tensor.__dict__ and "log_softmax" not in torch.Tensor.__dict__
+    assert sys.getprofile() is None
+
+
+# Every ready-made softmax, held under another name before the checker runs (the reliability review's D3):
+# imported under an alias, wrapped in a lambda or a functools.partial, or as a module.
+F = torch.nn.functional
+SHORTCUTS = {
+    "torch.softmax": functools.partial(torch.softmax, dim=-1),
+    "imported torch.softmax": lambda s: imported_torch_softmax(s, -1),
+    "F.softmax": functools.partial(F.softmax, dim=-1),
+    "Tensor.softmax": lambda s: torch.Tensor.softmax(s, -1),
+    "nn.Softmax": torch.nn.Softmax(dim=-1),
+    "F.softmin": lambda s: F.softmin(-s, dim=-1),
+    "torch._softmax": lambda s: torch._softmax(s, -1, False),
+    "au.stable_softmax": au.stable_softmax,
+    "imported stable_softmax": lambda s: imported_stable(s),
+    "partial stable_softmax": functools.partial(imported_stable, dim=-1),
+    "au.naive_softmax": au.naive_softmax,
+    "au.online_softmax": au.online_softmax,
+    "imported online_softmax": lambda s: imported_online(s),
+    # one query of ones against keys s[:, None] with d_k = 1: the weights are softmax(s)
+    "au.scaled_dot_product_attention": lambda s: au.scaled_dot_product_attention(
+        torch.ones(1, 1), s[:, None], torch.eye(len(s)))[1][0],
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(sorted(SHORTCUTS)), exercise=st.sampled_from(["check_stable_softmax", "check_softmax_rows"]))
+def test_every_ready_made_softmax_is_refused_under_any_name(name, exercise):
+    out = verdict_of(getattr(lesson03, exercise), SHORTCUTS[name])
+    assert is_bilingual_no(out) and "ready-made softmax" in out, (name, out)
+    assert sys.getprofile() is None
+
+
+def test_a_profiler_that_was_running_keeps_running():
+    calls = []
+
+    def profiler(frame, event, arg):
+        calls.append(event)
+
+    sys.setprofile(profiler)
+    try:
+        verdict_of(lesson03.check_stable_softmax, stable_1d)
+        assert sys.getprofile() is profiler
+    finally:
+        sys.setprofile(None)
+
+
+def stable_forms():
+    """A right 1-d stable softmax whose result comes back as float32, float64, numpy or a list of floats."""
+    return st.sampled_from([lambda w: w, torch.Tensor.double, lambda w: w.numpy(), lambda w: w.tolist(),
+                            lambda w: [np.float32(v) for v in w.tolist()], lambda w: w.clone().requires_grad_(True)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(form=stable_forms())
+def test_stable_softmax_accepts_weights_in_any_form(form):
+    assert verdict_of(lesson03.check_stable_softmax, lambda s: form(stable_1d(s))).startswith(CORRECT)
+
+
+@settings(max_examples=30, deadline=None)
+@given(form=st.sampled_from([lambda w: w, torch.Tensor.double, lambda w: w.numpy(), lambda w: w.double().numpy()]))
+def test_softmax_rows_accepts_weights_in_any_form(form):
+    assert verdict_of(lesson03.check_softmax_rows, lambda s: form(stable_rows(s))).startswith(CORRECT)
+
+
+def test_a_softmax_written_with_logsumexp_is_the_learners_own(capsys):
+    lesson03.check_stable_softmax(lambda s: torch.exp(s - torch.logsumexp(s, dim=-1)))
+    assert "Correct" in verdict(capsys)
+    lesson03.check_softmax_rows(lambda s: torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True)))
+    assert "Correct" in verdict(capsys)
+
+
+@settings(max_examples=60, deadline=None)
+@given(result=any_wrong_type, exercise=st.sampled_from(["check_stable_softmax", "check_softmax_rows"]))
+def test_any_return_value_gets_a_bilingual_no(result, exercise):
+    out = verdict_of(getattr(lesson03, exercise), lambda s: result)
+    assert is_bilingual_no(out), out
+
+
+@settings(max_examples=40, deadline=None)
+@given(answer=plain_wrong_types)
+def test_plain_wrong_types_get_a_hint_not_an_error_report(answer):
+    for check in (lesson03.check_stable_softmax, lesson03.check_softmax_rows, lesson03.check_scaled_context):
+        assert UNCHECKABLE not in verdict_of(check, answer)
+
+
+def test_a_failing_function_is_reported_with_its_own_error(capsys):
+    def broken(s):
+        raise ZeroDivisionError("my bug")
+
+    lesson03.check_stable_softmax(broken)
+    out = verdict(capsys)
+    assert out.startswith("❌") and "ZeroDivisionError: my bug" in out and "无法检查" in out
 
 
 def test_softmax_rows(capsys):
@@ -79,3 +183,26 @@ def test_scaled_context(capsys):
     context, _ = au.scaled_dot_product_attention(x, x, x)
     lesson03.check_scaled_context(context)
     assert "Correct" in verdict(capsys)
+
+
+def scaled_context_by_hand() -> torch.Tensor:
+    x = au.example_inputs().double()
+    return torch.softmax(x @ x.T / math.sqrt(3), dim=-1) @ x
+
+
+@settings(max_examples=30, deadline=None)
+@given(answer=tensor_forms(scaled_context_by_hand()))
+def test_scaled_context_accepts_every_form(answer):
+    assert verdict_of(lesson03.check_scaled_context, answer).startswith(CORRECT)
+
+
+@settings(max_examples=30, deadline=None)
+@given(answer=tensor_forms(torch.softmax(au.example_inputs() @ au.example_inputs().T, dim=-1) @ au.example_inputs()))
+def test_unscaled_context_gets_its_hint_in_every_form(answer):
+    assert "sqrt(3)" in verdict_of(lesson03.check_scaled_context, answer)
+
+
+@settings(max_examples=60, deadline=None)
+@given(answer=any_wrong_type)
+def test_scaled_context_answers_any_wrong_type_with_a_bilingual_no(answer):
+    assert is_bilingual_no(verdict_of(lesson03.check_scaled_context, answer))

@@ -1,6 +1,12 @@
-"""Lesson 8 checkers accept right answers and explain typical wrong ones (weight order, bytes, SDPA's mask)."""
+"""Lesson 8 checkers accept right answers in any form and explain typical wrong ones (weight order, bytes, SDPA's mask)."""
 
+import fractions
+
+import numpy as np
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_exercises import CORRECT, any_wrong_type, is_bilingual_no, verdict_of
 from torch.nn import functional as F
 
 import attention_utils as au
@@ -139,3 +145,102 @@ def test_merged_mask_gives_the_modules_numbers():
     queries, keys, values = fused.project_heads(x)
     context = F.scaled_dot_product_attention(queries, keys, values, attn_mask=lesson08._expected_merged())
     assert torch.allclose(fused.combine_heads(context), fused(x, padding_mask=padding), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated answers: a right answer in every form gets ✅, anything else a bilingual ❌, never an error
+
+FEW = settings(max_examples=25, deadline=None)
+ATTENTION_BYTES = 2**31  # 4 * 16 * 4096 * 4096 * 2 bytes = 2 GiB
+PADDING = torch.tensor([[True, True, False, False, False], [False] * 5])
+# typed by hand from the rule "key j <= query i and key j is not padding": sentence 0 hides keys 0 and 1
+MERGED = torch.tensor([[[[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 1, 1, 1]]],
+                       [[[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]]]).bool()
+
+
+@FEW
+@given(dtype=st.sampled_from([torch.float32, torch.float64]), training=st.booleans())
+def test_fused_by_hand_accepts_weights_in_float64_and_gives_back_the_learners_mode(dtype, training):
+    returned = []
+
+    def fuse(mha):
+        module = by_hand(mha).to(dtype).train(training)
+        returned.append(module)
+        return module
+
+    assert verdict_of(lesson08.check_fused_by_hand, fuse).startswith(CORRECT)
+    assert returned and all(module.training == training for module in returned)  # its train/eval mode, restored
+
+
+@FEW
+@given(name=st.sampled_from(["qkv.weight", "out_proj.weight", "out_proj.bias"]), position=st.integers(0, 200),
+       offset=st.floats(1e-3, 10.0), sign=st.sampled_from([-1, 1]))
+def test_fused_by_hand_refuses_any_changed_weight(name, position, offset, sign):
+    def fuse(mha):
+        module = by_hand(mha)
+        with torch.no_grad():
+            weights = module.get_parameter(name).view(-1)
+            weights[position % weights.numel()] += sign * offset
+        return module
+
+    assert is_bilingual_no(verdict_of(lesson08.check_fused_by_hand, fuse))
+
+
+@FEW
+@given(result=any_wrong_type)
+def test_fused_by_hand_answers_any_return_value_and_any_non_function_with_a_bilingual_no(result):
+    assert is_bilingual_no(verdict_of(lesson08.check_fused_by_hand, lambda mha: result))
+    assert is_bilingual_no(verdict_of(lesson08.check_fused_by_hand, result))
+
+
+# whole_number_forms holds a count in int32 too; 2**31 does not fit there, so the 64-bit and float forms only
+BIG_COUNT_FORMS = st.sampled_from([int, float, np.int64, np.uint64, np.float64, np.float32, np.array, torch.tensor,
+                                   lambda v: torch.tensor(v, dtype=torch.float64), lambda v: fractions.Fraction(2 * v, 2)])
+
+
+@FEW
+@given(answer=BIG_COUNT_FORMS.map(lambda form: form(ATTENTION_BYTES)))
+def test_attention_bytes_accepts_every_form(answer):
+    assert verdict_of(lesson08.check_attention_bytes, answer).startswith(CORRECT)
+
+
+def test_attention_bytes_accepts_the_reviews_numpy_product(capsys):
+    lesson08.check_attention_bytes(np.prod([4, 16, 4096, 4096, 2]))  # a numpy int64
+    assert "Correct" in verdict(capsys)
+
+
+@FEW
+@given(answer=st.one_of(st.integers(-10**12, 10**12).filter(lambda n: n != ATTENTION_BYTES),
+                        st.floats(allow_nan=True).filter(lambda v: v != ATTENTION_BYTES)))
+def test_attention_bytes_refuses_any_other_number(answer):
+    assert is_bilingual_no(verdict_of(lesson08.check_attention_bytes, answer))
+
+
+@FEW
+@given(answer=any_wrong_type)
+def test_attention_bytes_answers_any_wrong_type_with_a_bilingual_no(answer):
+    assert is_bilingual_no(verdict_of(lesson08.check_attention_bytes, answer))
+
+
+def test_the_typed_mask_is_the_modules_recipe():
+    assert torch.equal(MERGED, ~(au.causal_mask(5) | PADDING[:, None, None, :]))
+
+
+@FEW
+@given(form=st.sampled_from([lambda m: m, lambda m: m.numpy(), lambda m: m.clone(), lambda m: m.transpose(2, 3).contiguous().transpose(2, 3)]))
+def test_merged_mask_accepts_every_form(form):
+    assert verdict_of(lesson08.check_merged_mask, form(MERGED)).startswith(CORRECT)
+
+
+@FEW
+@given(position=st.integers(0, 49))
+def test_merged_mask_refuses_any_flipped_entry(position):
+    wrong = MERGED.clone()
+    wrong.view(-1)[position] = ~wrong.view(-1)[position]
+    assert is_bilingual_no(verdict_of(lesson08.check_merged_mask, wrong))
+
+
+@FEW
+@given(answer=any_wrong_type)
+def test_merged_mask_answers_any_wrong_type_with_a_bilingual_no(answer):
+    assert is_bilingual_no(verdict_of(lesson08.check_merged_mask, answer))

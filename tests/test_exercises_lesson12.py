@@ -102,3 +102,62 @@ def test_window_never_raises(answer):
 def test_window_answers_odd_objects():
     for answer in (Unreadable(), ..., True, [7]):
         assert "Not yet" in said(lesson12.check_window, answer, 3, 7)
+
+
+def rotary_model():
+    """A random rotary tiny model with large weights (peaked attention), like the lesson's but untrained."""
+    from attention_utils.tiny_model import TinyAttentionModel
+
+    torch.manual_seed(11)
+    model = TinyAttentionModel(16, 24, d_model=32, num_heads=1, num_layers=2, positions="rotary")
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(3.0)
+    return model.eval()
+
+
+def encode(letters: str) -> torch.Tensor:
+    from attention_utils import tasks
+
+    return tasks.encode(letters, 16)
+
+
+def test_fixed_generation_accepts_a_cached_generator_and_restores_the_mode():
+    from attention_utils.generation import generate
+    from attention_utils.kv_cache import KVCache
+    from attention_utils.tiny_model import CachedTinyModel
+
+    model = rotary_model().train()
+
+    def cached(model, prompt, new_tokens):
+        return generate(CachedTinyModel(model), prompt, new_tokens, cache=KVCache(len(model.layers))).tokens
+
+    assert "Correct" in said(lesson12.check_fixed_generation, cached, model, encode)
+    assert model.training
+
+
+def test_fixed_generation_explains_what_is_wrong():
+    from attention_utils.tiny_model import CachedTinyModel
+    from attention_utils.kv_cache import KVCache
+
+    model = rotary_model()
+
+    def position_bug(model, prompt, new_tokens):
+        """Prefill right, then every decode step starts a fresh cache: the new token sits at position 0."""
+        fused, tokens = CachedTinyModel(model), prompt
+        logits = fused(prompt, cache=KVCache(2))
+        for _ in range(new_tokens):
+            tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)
+            logits = fused(tokens[:, -1:], cache=KVCache(2))
+        return tokens[:, : prompt.shape[1] + new_tokens]
+
+    out = said(lesson12.check_fixed_generation, position_bug, model, encode)
+    assert "Not yet" in out and "decode steps" in out
+    out = said(lesson12.check_fixed_generation, lesson12.generate_slowly, model, encode)
+    assert "Not yet" in out and "key rows" in out  # right tokens, but every key recomputed at every step
+    out = said(lesson12.check_fixed_generation, lambda m, p, n: p, model, encode)
+    assert "Not yet" in out and "shape" in out
+    assert "Not yet" in said(lesson12.check_fixed_generation, ..., model, encode)
+    assert "Not yet" in said(lesson12.check_fixed_generation, "generate_fixed", model, encode)
+    out = said(lesson12.check_fixed_generation, lambda m, p, n: 1 / 0, model, encode)
+    assert "Not yet" in out and "ZeroDivisionError" in out

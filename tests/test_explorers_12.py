@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import torch
 from explorer_harness import drive
 
 from attention_utils.explorers import lesson12

@@ -55,9 +55,10 @@ def test_draws_into_a_given_axes():
     plt.close(fig)
 
 
-@pytest.mark.parametrize("bad", [torch.rand(6, 2), torch.rand(3), [[0.1, 0.2, 0.3]]])
-def test_refuses_anything_but_n_by_3(bad):
-    with pytest.raises(ValueError, match=r"\(n, 3\)"):
+@pytest.mark.parametrize("bad, error", [(torch.rand(6, 2), ValueError), (torch.rand(3), ValueError),
+                                        ([[0.1, 0.2, 0.3]], TypeError)])  # a list is the wrong kind of thing
+def test_refuses_anything_but_n_by_3(bad, error):
+    with pytest.raises(error, match=r"\(n, 3\)"):
         plotting.plot_vectors_3d(bad, ["a"] * 6)
 
 

@@ -289,6 +289,21 @@ def english_words(text: str) -> list[str]:
             if (word := m.group(0)).lower() in ENGLISH_WORDS]
 
 
+BOLD_RUN = re.compile(r"\*\*")
+
+
+def bold_closed_after_punctuation(text: str) -> list[str]:
+    """“**因果掩码改变了什么。**加上”: a closing ** after 。，；：？！）” and before a Chinese character is not a
+    closer in CommonMark, so the rest of the paragraph turns bold on the site; close the bold before the punctuation."""
+    found = []
+    for paragraph in strip_markup(text).splitlines():  # a Chinese paragraph, list item or heading is one line
+        for number, match in enumerate(BOLD_RUN.finditer(paragraph)):
+            before, after = paragraph[match.start() - 1:match.start()], paragraph[match.end():match.end() + 1]
+            if number % 2 == 1 and before in "。，；：？！）”" and before and CJK.match(after):
+                found.append(snippet(paragraph, match.start(), match.end(), 8))
+    return found
+
+
 COMMON_RULES = {
     "ratios": slow_ratio,
     "quotes": ascii_quotes,
@@ -372,6 +387,9 @@ def test_rules_catch_the_reviewed_mistakes():
     banned = [("长度", "d_k", "d_k"), ("可以看", "", "attend")]
     assert glossary_variants("$d_k$ 是查询向量的长度", banned) and not glossary_variants("向量的长度（范数）", banned)
     assert glossary_variants("True 表示可以看", banned) and not glossary_variants("可以看到权重", banned)
+    assert bold_closed_after_punctuation("**因果掩码改变了什么。**加上掩码后")
+    assert not bold_closed_after_punctuation("**因果掩码改变了什么**。加上掩码后，全毁了。**注意**这里")
+    assert not bold_closed_after_punctuation("它叫**置换等变**（permutation equivariance）。")
 
 
 @pytest.fixture(params=LESSONS, ids=lesson_id)
@@ -379,11 +397,13 @@ def lesson(request) -> Path:
     return request.param
 
 
-@pytest.mark.parametrize("rule", ["line breaks", "glossary", *COMMON_RULES])
+@pytest.mark.parametrize("rule", ["line breaks", "glossary", "bold after punctuation", *COMMON_RULES])
 def test_lesson_chinese(lesson, rule):
     texts = zh_cells(lesson)
     if rule == "line breaks":
         problems = check(texts, {rule: hard_line_breaks})
+    elif rule == "bold after punctuation":
+        problems = check(texts, {rule: bold_closed_after_punctuation})
     elif rule == "glossary":
         problems = check(texts, {rule: lambda source: glossary_variants(source, BANNED)})
     else:

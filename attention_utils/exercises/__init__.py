@@ -116,8 +116,11 @@ def check_tensor_answer(answer: object, expected: torch.Tensor, what_en: str, wh
     if missing(answer) or not has_form(answer, expected.shape, what_en, what_zh):
         return
     if as_real_tensor(answer) is None:
-        return feedback(False, f"{what_en} should hold real numbers, got {answer.dtype}; use .float().",
-                        f"{what_zh}应该由实数组成，而你给出的是 {answer.dtype}；请用 .float() 转换。")
+        complex_numbers = answer.is_complex() if isinstance(answer, torch.Tensor) else answer.dtype.kind == "c"
+        hint_en = "the answer has no imaginary part" if complex_numbers else "convert it with .float()"
+        hint_zh = "正确答案没有虚部" if complex_numbers else "请用 .float() 转换"
+        return feedback(False, f"{what_en} should hold real numbers, got {answer.dtype}; {hint_en}.",
+                        f"{what_zh}应该由实数组成，而你给出的是 {answer.dtype}；{hint_zh}。")
     if not torch.allclose(as_real_tensor(answer), expected.detach().to(torch.float64), atol=atol):
         return feedback(False, f"{what_en} has the right shape but different values; check each step.",
                         f"{what_zh}形状正确，但数值不对；请逐步检查计算过程。")

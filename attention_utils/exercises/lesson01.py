@@ -3,34 +3,42 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ..data import TOKENS, example_inputs
-from . import check_tensor_answer, feedback, missing
+from . import as_real_number, check_tensor_answer, checker, feedback, missing
 
 # Plain Python lists on which the learner's dot(a, b) is tried: `@` and torch.dot need tensors, so
 # only a loop (or sum over zip) gets through, and the lengths 3 and 4 catch a loop fixed at range(3).
 TRIALS = (([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]), ([0.5, -1.0, 2.0, 4.0], [2.0, 3.0, -0.5, 0.25]))
 
 
-def _one_number(result: object) -> float | None:
-    """The result as a float when it is one number (a 0-d or one-element tensor counts), else None."""
-    if isinstance(result, torch.Tensor):
-        return float(result.item()) if result.numel() == 1 else None
-    if isinstance(result, (int, float)) and not isinstance(result, bool):
-        return float(result)
-    return None
+def _size(answer: object) -> int | None:
+    """How many numbers a tensor or array holds; None for anything else."""
+    if isinstance(answer, torch.Tensor):
+        return answer.numel()
+    return answer.size if isinstance(answer, np.ndarray) else None
+
+
+def one_number(result: object) -> float | None:
+    """The result as a float when it is one real number: Python, numpy or torch, a one-element tensor or array too."""
+    return as_real_number(result.reshape(()) if _size(result) == 1 else result)
+
+
+def is_complex(answer: object) -> bool:
+    """True for a complex torch tensor or numpy array."""
+    return (isinstance(answer, torch.Tensor) and answer.is_complex()) or (
+        isinstance(answer, np.ndarray) and answer.dtype.kind == "c")
 
 
 def _count(result: object) -> int | None:
-    """How many numbers a list, tuple or tensor holds; None for anything else."""
-    if isinstance(result, torch.Tensor):
-        return result.numel()
-    return len(result) if isinstance(result, (list, tuple)) else None
+    """How many numbers a list, tuple, tensor or array holds; None for anything else."""
+    return len(result) if isinstance(result, (list, tuple)) else _size(result)
 
 
+@checker
 def check_dot_loop(dot: object) -> None:
     """The learner's dot(a, b): a loop over matching entries that adds up their products."""
     if missing(dot):
@@ -54,14 +62,15 @@ def check_dot_loop(dot: object) -> None:
         if result is None:
             return feedback(False, "dot(a, b) returns None: finish the loop and return the total.",
                             "dot(a, b) 返回了 None：请把循环写完，并用 return 返回总和。")
-        value = _one_number(result)
+        value = one_number(result)
         if value is None and _count(result) == len(a):
             return feedback(False, f"dot(a, b) returns {len(a)} numbers, the products one by one: add the products "
                                    "and return their sum.",
                             f"dot(a, b) 返回了 {len(a)} 个数，也就是逐个的乘积：请把这些乘积加起来，返回它们的和。")
         if value is None:
-            return feedback(False, f"dot(a, b) should return one number, got {type(result).__name__}.",
-                            f"dot(a, b) 应该返回一个数，而你的函数返回的是 {type(result).__name__}。")
+            got = repr(result) if isinstance(result, float) else type(result).__name__  # nan and inf by name
+            return feedback(False, f"dot(a, b) should return one real number, got {got}.",
+                            f"dot(a, b) 应该返回一个实数，而你的函数返回的是 {got}。")
         if not math.isclose(value, expected, abs_tol=1e-4):
             return feedback(False, f"dot({a}, {b}) should be {expected:.4f}, got {value:.4f}. Multiply every pair of "
                                    "matching entries (all of them, however long the vectors are) and add the products.",
@@ -71,9 +80,14 @@ def check_dot_loop(dot: object) -> None:
              f"你的循环适用于任意长度的向量；step · one = {expected:.4f}。")
 
 
+@checker
 def check_cosine_matrix(answer: object) -> None:
     """The 6x6 matrix of cosine similarities between all tokens."""
-    inputs = example_inputs()
+    if is_complex(answer):
+        return feedback(False, f"A cosine is a real number, but your matrix is complex ({answer.dtype}): build it from "
+                               "the real embeddings, without complex numbers.",
+                        f"余弦值是实数，而你的矩阵是复数（{answer.dtype}）：请直接用实数的嵌入向量来计算，不要引入复数。")
+    inputs = example_inputs().double()
     unit = inputs / inputs.norm(dim=1, keepdim=True)
     check_tensor_answer(answer, unit @ unit.T, "The cosine matrix", "余弦相似度矩阵")
 
@@ -84,6 +98,16 @@ def _ranking(scores: list[float], skip: int) -> list[str]:
     return [TOKENS[i] for i in order]
 
 
+def token_names(answer: object) -> list[str] | None:
+    """Token strings from a list, tuple, set or 1-d numpy array, trimmed and lower-cased; None for anything else."""
+    if isinstance(answer, np.ndarray) and answer.ndim == 1:
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple, set, frozenset)) or not all(isinstance(a, str) for a in answer):
+        return None
+    return [a.strip().lower() for a in answer]
+
+
+@checker
 def check_ranking_for_step(answer: object) -> None:
     """The five other tokens ranked by cosine similarity with "step", closest direction first."""
     rows = example_inputs().double().tolist()
@@ -91,25 +115,28 @@ def check_ranking_for_step(answer: object) -> None:
     dots = [sum(x * y for x, y in zip(row, step)) for row in rows]
     lengths = [math.sqrt(sum(x * x for x in row)) for row in rows]
     cosines = [dot / (length * lengths[5]) for dot, length in zip(dots, lengths)]
-    expected = _ranking(cosines, skip=5)
+    expected = [t.lower() for t in _ranking(cosines, skip=5)]
     if missing(answer):
         return
-    if not isinstance(answer, (list, tuple)) or not all(isinstance(a, str) for a in answer):
+    if isinstance(answer, (set, frozenset)):
+        return feedback(False, "A set has no order: give the five tokens as a list, closest direction first.",
+                        "集合没有先后顺序：请把五个词元写成列表，方向最接近的排在最前面。")
+    given = token_names(answer)
+    if given is None:
         return feedback(False, 'Answer with a list of token strings, e.g. ["journey", "Your", ...].',
-                        '请用由词元字符串组成的列表作答，例如 ["journey", "Your", ...]。')
-    given = [a.strip().lower() for a in answer]
+                        '答案请写成由词元字符串构成的列表，例如 ["journey", "Your", ...]。')
     if "step" in given:
         return feedback(False, 'Leave "step" itself out: rank only the five other tokens.',
                         "请去掉“step”本身，只给其余五个词元排序。")
-    if sorted(given) != sorted(t.lower() for t in expected):
+    if sorted(given) != sorted(expected):
         return feedback(False, "Give each of the five other tokens exactly once.", "其余五个词元每个都要出现，而且只出现一次。")
     if given == [t.lower() for t in _ranking(dots, skip=5)]:
         return feedback(False, "That is the order of the dot products: long vectors jump ahead. Rank by cosine instead.",
                         "这是按点积排出的顺序，长向量会排到前面。请改为按余弦值排序。")
-    if given == [t.lower() for t in reversed(expected)]:
+    if given == list(reversed(expected)):
         return feedback(False, "The right order, but reversed: put the closest direction first.",
                         "顺序对了，但方向反了：请把方向最接近的词元放在最前面。")
-    correct = given == [t.lower() for t in expected]
+    correct = given == expected
     pairs = [f"{TOKENS[i]} {cosines[i]:.4f}" for i in sorted(range(5), key=lambda i: -cosines[i])]
     feedback(
         correct,

@@ -8,7 +8,8 @@ import math
 import torch
 
 from ..data import TOKENS, example_inputs
-from . import feedback, has_form, missing
+from . import as_real_tensor, checker, feedback, has_form, missing
+from .lesson01 import one_number, token_names
 
 
 def _degrees(i: int, j: int) -> float:
@@ -19,14 +20,16 @@ def _degrees(i: int, j: int) -> float:
     return math.degrees(math.acos(max(-1.0, min(1.0, cosine))))
 
 
+@checker
 def check_angle_your_step(answer: object) -> None:
     """The angle between "Your" and "step", in degrees."""
     expected = _degrees(0, 5)
     if missing(answer):
         return
-    value = answer.item() if isinstance(answer, torch.Tensor) and answer.numel() == 1 else answer
-    if not isinstance(value, (int, float)):
-        return feedback(False, "Give one number (a float or a 0-d tensor), in degrees.", "请给出一个数（浮点数或 0 维张量），单位是度。")
+    value = one_number(answer)
+    if value is None:
+        return feedback(False, "Give one real number (a float or a 0-d tensor), in degrees.",
+                        "请给出一个实数（浮点数或 0 维张量），单位是度。")
     if abs(value - expected) < 0.05:
         return feedback(True, f'The angle between "Your" and "step" is {expected:.2f}°.', f"“Your”与“step”的夹角是 {expected:.2f}°。")
     if abs(value - math.radians(expected)) < 1e-3:
@@ -38,6 +41,7 @@ def check_angle_your_step(answer: object) -> None:
              "先用点积除以两个向量的长度，再取 arccos，最后换算成度。")
 
 
+@checker
 def check_widest_pair(answer: object) -> None:
     """The two different tokens whose vectors are furthest apart in angle."""
     pairs = itertools.combinations(range(len(TOKENS)), 2)
@@ -45,7 +49,7 @@ def check_widest_pair(answer: object) -> None:
     expected = {TOKENS[i].lower(), TOKENS[j].lower()}
     if missing(answer):
         return
-    given = [a.strip().lower() for a in answer if isinstance(a, str)] if isinstance(answer, (tuple, list, set)) else []
+    given = token_names(answer) or []
     if len(given) != 2 or len(set(given)) != 2:
         return feedback(False, 'Answer with two different tokens, e.g. ("Your", "with").', '请给出两个不同的词元，例如 ("Your", "with")。')
     correct = set(given) == expected
@@ -71,6 +75,7 @@ def _lengths_and_angles(rows: list[list[float]]) -> tuple[list[float], list[list
     return lengths, angles
 
 
+@checker
 def check_rebuild_from_angles(rebuild: object) -> None:
     """The learner's rebuild(lengths, angles): |a| |b| cos θ for every pair, equal to every dot product."""
     if missing(rebuild):
@@ -88,7 +93,10 @@ def check_rebuild_from_angles(rebuild: object) -> None:
         answer = rebuild(torch.tensor(lengths), torch.tensor(angles))  # float32, as a learner's tensors are
         if missing(answer) or not has_form(answer, expected.shape, "rebuild(lengths, angles)", "rebuild 的返回值"):
             return
-        answer = answer.detach().double()
+        answer = as_real_tensor(answer)
+        if answer is None:
+            return feedback(False, "rebuild(lengths, angles) should return a tensor of real numbers.",
+                            "rebuild 的返回值应该是由实数构成的张量。")
         if torch.allclose(answer, degrees_as_radians, atol=1e-3):
             return feedback(False, "torch.cos expects radians: convert the angles with torch.deg2rad first.",
                             "torch.cos 需要弧度：请先用 torch.deg2rad 把角度换算成弧度。")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import re
+import sys
+from collections.abc import Callable
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..data import example_batch, example_inputs
-from . import check_tensor_answer, feedback, missing
+from . import as_real_number, as_real_tensor, check_tensor_answer, checker, feedback, missing
 
 # The scores of exercise 1: big enough that exp() overflows in float32.
 BIG_SCORES = (250.0, 252.0, 249.0, 100.0)
@@ -25,59 +27,90 @@ def _softmax_rows(rows: list[list[float]]) -> list[list[float]]:
     return result
 
 
-class _ShortcutUsed(Exception):
-    """Raised when the learner's softmax calls a softmax that the exercise asks them to write."""
+# Torch functions whose name says they compute a softmax for the learner (softmax, log_softmax, softmin,
+# special_softmax, _softmax, scaled_dot_product_attention, ...), however they are reached.
+READY_MADE = re.compile(r"softmax|softmin|scaled_dot_product")
 
 
-@contextmanager
-def _softmax_switched_off() -> Iterator[None]:
-    """Make torch's and the package's softmax raise while the learner's function runs, then restore them."""
-    import attention_utils
-    from .. import functional
+class _ShortcutWatch(TorchFunctionMode):
+    """While active, notes every call of a ready-made softmax, even one the learner holds under another name.
 
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise _ShortcutUsed
+    Torch's are seen through torch's function handling (so `from torch import softmax as f`, a partial
+    or an nn.Softmax are seen too); the package's through their code objects and the profiler hook.
+    """
 
-    places = [(owner, name) for owner in (torch, torch.nn.functional, torch.special, torch.Tensor)
-              for name in ("softmax", "log_softmax")]
-    places += [(attention_utils, "stable_softmax"), (functional, "stable_softmax")]
-    saved = [(owner, name, owner.__dict__.get(name)) for owner, name in places]
-    try:
-        for owner, name in places:
-            setattr(owner, name, refuse)
-        yield
-    finally:
-        for owner, name, original in saved:
-            if original is None:
-                delattr(owner, name)  # torch.Tensor inherits softmax from its C base class
-            else:
-                setattr(owner, name, original)
+    def __init__(self) -> None:
+        super().__init__()
+        from .. import functional, tiled
+
+        self.used = False
+        self.package_code = {function.__code__ for function in (
+            functional.stable_softmax, functional.naive_softmax, functional.scaled_dot_product_attention,
+            tiled.online_softmax, tiled.tiled_attention)}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if READY_MADE.search(getattr(func, "__name__", "")):
+            self.used = True
+        return func(*args, **(kwargs or {}))
+
+    def _profile(self, frame, event: str, _arg: object) -> None:
+        if event == "call" and frame.f_code in self.package_code:
+            self.used = True
+
+    def __enter__(self):
+        self._previous_profile = sys.getprofile()
+        sys.setprofile(self._profile)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        sys.setprofile(self._previous_profile)
+        return super().__exit__(*exc_info)
+
+
+def _as_weights(result: object) -> torch.Tensor | None:
+    """The learner's weights as a float64 tensor: a tensor, a numpy array, or a list of real numbers; else None."""
+    if isinstance(result, (list, tuple)):
+        numbers = [as_real_number(value) for value in result]
+        return None if any(n is None for n in numbers) else torch.tensor(numbers, dtype=torch.float64)
+    return as_real_tensor(result)
 
 
 def _run_learner_softmax(softmax: Callable, scores: list) -> torch.Tensor | str:
     """The learner's softmax of `scores` as a float64 tensor, or the feedback key of what went wrong."""
+    watch = _ShortcutWatch()
     try:
-        with _softmax_switched_off():
+        with watch:
             result = softmax(torch.tensor(scores))
-    except _ShortcutUsed:
+    except Exception:
+        if watch.used:
+            return "shortcut"
+        raise  # @checker reports the learner's own error
+    if watch.used:
         return "shortcut"
     if result is None:
         return "none"
-    if not isinstance(result, torch.Tensor) or tuple(result.shape) != tuple(torch.tensor(scores).shape):
+    weights = _as_weights(result)
+    if weights is None:
+        return "real"
+    if tuple(weights.shape) != tuple(torch.tensor(scores).shape):
         return "shape"
-    return result.detach().double()
+    return weights
 
 
 PROBLEMS = {
-    "shortcut": ("Your function calls a ready-made softmax (torch.softmax, F.softmax, .softmax or the package's): "
-                 "write it with torch.exp, a maximum and a sum.",
-                 "你的函数调用了现成的 softmax（torch.softmax、F.softmax、.softmax 或辅助包里的）：请用 torch.exp、最大值和求和自己写。"),
+    "shortcut": ("Your function calls a ready-made softmax (torch.softmax, F.softmax, .softmax, nn.Softmax or one of "
+                 "the package's): write it with torch.exp, a maximum and a sum.",
+                 "你的函数调用了现成的 softmax（torch.softmax、F.softmax、.softmax、nn.Softmax 或辅助包里的）："
+                 "请用 torch.exp、最大值和求和自己写。"),
     "none": ("Your function returns None: finish it and return the weights.", "你的函数返回了 None：请把它写完，并返回权重。"),
+    "real": ("Your function should return the weights as a tensor of real numbers.",
+             "你的函数应该以实数张量的形式返回权重。"),
     "shape": ("Your function should return a tensor with the same shape as the scores.",
               "你的函数应该返回一个与分数形状相同的张量。"),
 }
 
 
+@checker
 def check_stable_softmax(softmax: object) -> None:
     """The learner's my_softmax(s) for a 1-d tensor: right on scores that overflow exp(), with no softmax shortcut."""
     if missing(softmax):
@@ -104,6 +137,7 @@ def check_stable_softmax(softmax: object) -> None:
              f"你的 softmax 经得起很大的分数和绝对值很大的负分数；对 {list(BIG_SCORES)}，它给出 {weights}。")
 
 
+@checker
 def check_softmax_rows(softmax: object) -> None:
     """The learner's my_softmax for any shape: normalized over the last dim, each row shifted by its own maximum."""
     if missing(softmax):
@@ -141,6 +175,7 @@ def check_softmax_rows(softmax: object) -> None:
              "你的 softmax 适用于任意形状：每一行都在键的维度上归一化，即使两行相差 1000，或者是 (b, h, T, T) 的多头分数也没问题。")
 
 
+@checker
 def check_scaled_context(answer: object) -> None:
     """All six context vectors with scores divided by sqrt(d_k) = sqrt(3) before the softmax."""
     rows = example_inputs().tolist()
@@ -150,9 +185,8 @@ def check_scaled_context(answer: object) -> None:
     expected = torch.tensor([[sum(w * row[f] for w, row in zip(ws, rows)) for f in range(d_k)] for ws in weights])
     inputs = example_inputs()
     unscaled = torch.softmax(inputs @ inputs.T, dim=-1) @ inputs
-    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.allclose(
-        answer.detach().float(), unscaled, atol=1e-4
-    ):
+    real = as_real_tensor(answer)
+    if real is not None and real.shape == expected.shape and torch.allclose(real, unscaled.double(), atol=1e-4):
         return feedback(False, "These are the unscaled context vectors: divide the scores by math.sqrt(3) before the softmax.",
                         "这是未缩放的上下文向量：请在 softmax 之前把分数除以 math.sqrt(3)。")
     check_tensor_answer(answer, expected, "The matrix of scaled context vectors", "缩放后的上下文向量矩阵")

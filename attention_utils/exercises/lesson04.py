@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..data import example_inputs
-from . import check_tensor_answer, feedback, missing
+from . import as_real_tensor, check_tensor_answer, checker, feedback, missing
 
 
 def _book_matrices() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -28,6 +28,7 @@ def _attend(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> 
     return weights @ values, weights
 
 
+@checker
 def check_step_context(answer: object) -> None:
     """The context vector of "step" (the sixth token) with the step-by-step matrices."""
     x = example_inputs()
@@ -43,6 +44,7 @@ def _linear_weights_789() -> list[torch.Tensor]:
         return [nn.Linear(3, 2, bias=False).weight.detach() for _ in range(3)]
 
 
+@checker
 def check_v1_from_v2(answer: object) -> None:
     """A V1-style module (raw W_query, W_key, W_value of shape (d_in, d_out)) holding V2's weights."""
     if missing(answer):
@@ -51,17 +53,21 @@ def check_v1_from_v2(answer: object) -> None:
     if not all(isinstance(getattr(answer, name, None), torch.Tensor) for name in names):
         return feedback(False, "Give the module itself: it needs tensors W_query, W_key and W_value, like SelfAttentionV1.",
                         "请给出模块本身：它需要像 SelfAttentionV1 那样带有 W_query、W_key、W_value 三个张量。")
-    shapes = [tuple(getattr(answer, name).shape) for name in names]
+    matrices = [as_real_tensor(getattr(answer, name)) for name in names]
+    if any(matrix is None for matrix in matrices):
+        return feedback(False, "W_query, W_key and W_value should hold real numbers (float32, as nn.Parameter makes them).",
+                        "W_query、W_key、W_value 应该由实数组成（nn.Parameter 默认就是 float32）。")
+    shapes = [tuple(matrix.shape) for matrix in matrices]
     if any(shape == (2, 3) for shape in shapes):
         return feedback(False, "A weight has shape (2, 3): that is nn.Linear's layout. V1 multiplies x @ W, so copy weight.T.",
                         "其中有一个权重的形状是 (2, 3)，这是 nn.Linear 的存储方式；V1 计算的是 x @ W，所以要复制 weight.T。")
     if any(shape != (3, 2) for shape in shapes):
         return feedback(False, f"V1's matrices should have shape (3, 2), got {shapes}.",
                         f"V1 的三个矩阵形状应为 (3, 2)，你的是 {shapes}。")
-    x = example_inputs()
-    w_q, w_k, w_v = _linear_weights_789()
+    x = example_inputs().double()
+    w_q, w_k, w_v = (w.double() for w in _linear_weights_789())
     expected, _ = _attend(x @ w_q.T, x @ w_k.T, x @ w_v.T)
-    got, _ = _attend(*(x @ getattr(answer, name).detach().float() for name in names))
+    got, _ = _attend(*(x @ matrix for matrix in matrices))
     correct = torch.allclose(got, expected, atol=1e-5)
     feedback(
         correct,
@@ -72,6 +78,7 @@ def check_v1_from_v2(answer: object) -> None:
     )
 
 
+@checker
 def check_cross_weights(answer: object) -> None:
     """Attention weights of "with one step" (queries) over "Your journey starts" (keys and values)."""
     x = example_inputs()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..data import example_inputs
-from . import as_whole_number, check_tensor_answer, feedback, has_form, missing
+from . import as_real_tensor, as_whole_number, check_tensor_answer, checker, feedback, has_form, missing
 
 
 def _projections(seed: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -29,6 +30,7 @@ def _masked_softmax(scores: torch.Tensor, hide: torch.Tensor, d_k: int) -> torch
     return torch.softmax(scores.masked_fill(hide, float("-inf")) / math.sqrt(d_k), dim=-1)
 
 
+@checker
 def check_local_window(answer: object) -> None:
     """Weights (6, 6) where each token sees itself and at most the two tokens before it (seed 789)."""
     queries, keys, _ = _projections(789, example_inputs())
@@ -36,17 +38,19 @@ def check_local_window(answer: object) -> None:
     cols = torch.arange(6)[None, :]
     hide = (cols > rows) | (cols < rows - 2)  # the future, and anything more than 2 steps back
     expected = _masked_softmax(queries @ keys.T, hide, keys.shape[-1])
-    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape:
+    real = as_real_tensor(answer)
+    if real is not None and real.shape == expected.shape:
         causal_only = _masked_softmax(queries @ keys.T, cols > rows, keys.shape[-1])
-        if torch.allclose(answer.detach().float(), causal_only, atol=1e-4):
+        if torch.allclose(real, causal_only.double(), atol=1e-4):
             return feedback(False, "These are the plain causal weights: also hide keys more than 2 positions back (j < i - 2).",
                             "这是普通因果掩码的权重：还要遮住比当前位置早 2 个以上的键（j < i - 2）。")
-        if not torch.allclose(answer.detach().float().sum(dim=-1), torch.ones(6), atol=1e-4):
+        if not torch.allclose(real.sum(dim=-1), torch.ones(6, dtype=torch.float64), atol=1e-4):
             return feedback(False, "Each row should sum to 1: mask the scores with -inf before the softmax.",
                             "每一行的和应为 1：请在 softmax 之前用 -inf 遮住分数。")
     check_tensor_answer(answer, expected, "The local causal weight matrix", "局部因果权重矩阵")
 
 
+@checker
 def check_padding_mask(answer: object) -> None:
     """Boolean (2, 6, 6) mask, True = hide: the causal mask plus the 2 pad keys of sequence 2 (lengths 6 and 4)."""
     if missing(answer):
@@ -54,6 +58,8 @@ def check_padding_mask(answer: object) -> None:
     causal = torch.ones(6, 6, dtype=torch.bool).triu(diagonal=1)
     is_pad = torch.arange(6)[None, :] >= torch.tensor([6, 4])[:, None]  # (2, 6)
     expected = causal | is_pad[:, None, :]  # (2, 6, 6)
+    if isinstance(answer, np.ndarray) and answer.dtype == np.bool_:
+        answer = torch.from_numpy(answer)
     if isinstance(answer, torch.Tensor) and tuple(answer.shape) != (2, 6, 6):
         return feedback(False, f"The mask should have shape (2, 6, 6), got {tuple(answer.shape)}; combine the (6, 6) "
                         "causal mask with a (2, 1, 6) padding mask.",
@@ -72,9 +78,9 @@ def check_padding_mask(answer: object) -> None:
     correct = torch.equal(answer, expected)
     feedback(
         correct,
-        "Right: the future and the padding keys are hidden; the pad queries still see real tokens, so no row is empty."
+        "The future and the padding keys are hidden; the pad queries still see real tokens, so no row is empty."
         if correct else "Some entries differ: hide key j when j > i or when key j is padding.",
-        "正确：未来位置和填充的键都被遮住了；填充位置的查询仍能看到真实词元，所以没有哪一行是全空的。"
+        "未来位置和填充的键都被遮住了；填充位置的查询仍能看到真实词元，所以没有哪一行是全空的。"
         if correct else "有些位置不对：当 j > i，或者键 j 是填充时，都要遮住它。",
     )
 
@@ -86,14 +92,15 @@ def _empty_rows(pad: torch.Tensor) -> list[int]:
 
 
 def _as_counts(answer: object) -> list[int] | None:
-    """A list of three whole numbers from a list, tuple or tensor; None when it is not one."""
-    values = answer.tolist() if isinstance(answer, torch.Tensor) else answer
+    """A list of three whole numbers from a list, tuple, tensor or numpy array; None when it is not one."""
+    values = list(answer) if isinstance(answer, (torch.Tensor, np.ndarray)) and answer.ndim == 1 else answer
     if not isinstance(values, (list, tuple)) or len(values) != 3:
         return None
     counts = [as_whole_number(value) for value in values]
     return None if any(count is None for count in counts) else counts
 
 
+@checker
 def check_empty_rows(empty_left: object, empty_right: object) -> None:
     """Rows that see no key for sentences of 6, 4 and 1 real tokens padded to 6, on the left and on the right."""
     if missing(empty_left) or missing(empty_right):
@@ -116,7 +123,7 @@ def check_empty_rows(empty_left: object, empty_right: object) -> None:
     if right != expected_right:
         return feedback(False, "Right padding: every pad query comes after the real tokens and may still see them, "
                         "so no row is empty.",
-                        "右侧填充：每个填充位置的查询都排在真实词元之后，仍然能看到它们，所以没有空行。")
+                        "右填充：每个填充位置的查询都排在真实词元之后，仍然能看到它们，所以没有空行。")
     feedback(True, f"Left padding empties one row per pad token {expected_left}; right padding empties none "
              f"{expected_right}. Left padding is where the NaN rows come from.",
-             f"左填充时每个填充词元都带来一个空行 {expected_left}；右侧填充时没有空行 {expected_right}。NaN 行正是左填充带来的。")
+             f"左填充时每个填充词元都带来一个空行 {expected_left}；右填充时没有空行 {expected_right}。NaN 行正是左填充带来的。")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import as_whole_number, check_tensor_answer, feedback, missing
+from . import as_real_tensor, as_whole_number, check_tensor_answer, checker, feedback, missing
 
 
 def _features() -> torch.Tensor:
@@ -12,6 +12,13 @@ def _features() -> torch.Tensor:
     return torch.arange(24.0).view(1, 2, 12)  # (b=1, T=2, d_out=12)
 
 
+def _equals(answer: object, wrong: torch.Tensor) -> bool:
+    """True when the answer, read as real numbers in any form, is exactly the tensor of a known mistake."""
+    given = as_real_tensor(answer)
+    return given is not None and given.shape == wrong.shape and torch.equal(given, wrong.double())
+
+
+@checker
 def check_split_heads(answer: object) -> None:
     """(1, 2, 12) split into 3 heads of 4 features: (1, 3, 2, 4), head h holding features 4h..4h+3."""
     x = _features()
@@ -19,9 +26,7 @@ def check_split_heads(answer: object) -> None:
     for head in range(3):  # built element by element, without view or transpose
         for token in range(2):
             expected[0, head, token] = x[0, token, 4 * head : 4 * head + 4]
-    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.equal(
-        answer.detach().float(), x.view(1, 3, 2, 4)
-    ):
+    if _equals(answer, x.view(1, 3, 2, 4)):
         return feedback(False, "A direct view to (1, 3, 2, 4) mixes the tokens: head 0 got the first 8 features of token 0. "
                         "First split the last dimension, view(1, 2, 3, 4), then swap tokens and heads.",
                         "直接 view 成 (1, 3, 2, 4) 会把词元搅乱：头 0 拿到的是词元 0 的前 8 个特征。"
@@ -29,13 +34,12 @@ def check_split_heads(answer: object) -> None:
     check_tensor_answer(answer, expected, "Your split tensor", "你拆分后的张量")
 
 
+@checker
 def check_merge_heads(answer: object) -> None:
     """(1, 3, 2, 4) context of 3 heads merged back to (1, 2, 12): each token's heads side by side."""
     context = torch.arange(24.0).view(1, 3, 2, 4)  # (b, h, T, d_h)
     expected = torch.stack([torch.cat([context[0, head, token] for head in range(3)]) for token in range(2)])[None]
-    if isinstance(answer, torch.Tensor) and answer.shape == expected.shape and torch.equal(
-        answer.detach().float(), context.view(1, 2, 12)
-    ):
+    if _equals(answer, context.view(1, 2, 12)):
         return feedback(False, "A direct view to (1, 2, 12) glues the wrong numbers together: token 0 got all of head 0. "
                         "Move the tokens in front of the heads first: transpose(1, 2), then reshape.",
                         "直接 view 成 (1, 2, 12) 会把错误的数字拼在一起：词元 0 拿到了头 0 的全部内容。"
@@ -43,6 +47,7 @@ def check_merge_heads(answer: object) -> None:
     check_tensor_answer(answer, expected, "Your merged tensor", "你合并后的张量")
 
 
+@checker
 def check_parameter_count(answer: object) -> None:
     """Trainable parameters of MultiHeadAttention(512, 512, 1024, 0.0, 8) with qkv_bias=False."""
     if missing(answer):
@@ -51,7 +56,7 @@ def check_parameter_count(answer: object) -> None:
     expected = 3 * d * d + (d * d + d)  # W_query, W_key, W_value without bias; out_proj with its bias
     value = as_whole_number(answer)
     if value is None:
-        return feedback(False, "Give a whole number (an int).", "请给出一个整数（int）。")
+        return feedback(False, "Give a whole number.", "请给出一个整数。")
     if value == expected:
         return feedback(True, f"{expected:,} parameters: three 512 × 512 projections without bias, plus out_proj with "
                         "its bias. The 8 heads add nothing.",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ..modules import FusedMultiHeadAttention, MultiHeadAttention
-from . import as_whole_number, feedback, missing
+from . import as_real_tensor, as_whole_number, checker, feedback, missing
 
 # Exercise 1 calls the learner's function on modules of its own: one with projection biases, one without.
 SOURCES = (
@@ -25,7 +26,9 @@ def _source_module(seed: int, sizes: dict) -> MultiHeadAttention:
 
 
 def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
-    return a is not None and b is not None and a.shape == b.shape and torch.allclose(a.detach(), b.detach(), atol=1e-6)
+    """Both present, same shape, same values when read as float64 (so weights moved with .double() count)."""
+    a, b = as_real_tensor(a), as_real_tensor(b)
+    return a is not None and b is not None and a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
 
 
 def _call_watching_for_shortcut(fuse: Callable, source: MultiHeadAttention) -> tuple[object, bool]:
@@ -80,16 +83,26 @@ def _problem(answer: object, source: MultiHeadAttention) -> tuple[str, str] | No
     if not (_same(answer.out_proj.weight, source.out_proj.weight) and _same(answer.out_proj.bias, source.out_proj.bias)):
         return ("The QKV projection is right; copy out_proj's weight and bias as well.",
                 "QKV 投影对了；还要复制 out_proj 的权重和偏置。")
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(0)
-        x = torch.rand(2, 5, source.d_in)
-        same = torch.allclose(answer.eval()(x), source.eval()(x), atol=1e-5)
-    if not same:
+    if not _same_outputs(answer, source):
         return ("The weights match, but the outputs differ; was the module changed in another way?",
                 "权重一致，但输出不同；模块是否在别处被改动过？")
     return None
 
 
+def _same_outputs(answer: FusedMultiHeadAttention, source: MultiHeadAttention) -> bool:
+    """Whether both modules, in eval mode, give the same outputs; the learner's module gets its own mode back."""
+    was_training = answer.training
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        x = torch.rand(2, 5, source.d_in)
+        try:
+            mine = answer.eval()(x.to(answer.qkv.weight.dtype))  # the learner may have moved the weights to float64
+        finally:
+            answer.train(was_training)
+        return torch.allclose(as_real_tensor(mine), source.eval()(x).double(), atol=1e-5)
+
+
+@checker
 def check_fused_by_hand(fuse: object) -> None:
     """fuse(mha) must return an au.FusedMultiHeadAttention with mha's weights, built without from_multihead."""
     if missing(fuse):
@@ -99,11 +112,7 @@ def check_fused_by_hand(fuse: object) -> None:
                         "请传入函数本身：check_fused_by_hand(fuse_by_hand)，不要先调用它。")
     for seed, sizes in SOURCES:
         source = _source_module(seed, sizes)
-        try:
-            answer, shortcut = _call_watching_for_shortcut(fuse, source)
-        except Exception as error:  # the learner's code failed: say how, without a long traceback
-            return feedback(False, f"fuse_by_hand(mha) raised {type(error).__name__}: {error}",
-                            f"fuse_by_hand(mha) 抛出了 {type(error).__name__}：{error}")
+        answer, shortcut = _call_watching_for_shortcut(fuse, source)  # an error in it: @checker names it
         if shortcut:
             return feedback(False, "from_multihead does exactly what this exercise asks you to write; copy the weights yourself.",
                             "from_multihead 做的正是本练习要你写的事；请自己复制权重。")
@@ -117,6 +126,7 @@ def check_fused_by_hand(fuse: object) -> None:
              "两个模块（投影带偏置的和不带偏置的）都变成了输出相同的融合模块：一个 (3 * d_out, d_in) 的投影完成了三个投影的工作。")
 
 
+@checker
 def check_attention_bytes(answer: object) -> None:
     """Bytes of the (b, h, T, T) weights: batch 4, 16 heads, T = 4096, bfloat16 (2 bytes a number)."""
     if missing(answer):
@@ -125,7 +135,7 @@ def check_attention_bytes(answer: object) -> None:
     expected = batch * heads * length * length * size
     value = as_whole_number(answer)
     if value is None:
-        return feedback(False, "Give a whole number of bytes (an int).", "请给出字节数，一个整数（int）。")
+        return feedback(False, "Give a whole number of bytes.", "请给出字节数，一个整数。")
     if value == expected:
         return feedback(True, f"{expected:,} bytes = {expected / 2**30:g} GiB for one attention matrix of one layer.",
                         f"{expected:,} 字节 = {expected / 2**30:g} GiB，这只是一层的一个注意力矩阵。")
@@ -160,11 +170,15 @@ def _expected_merged() -> torch.Tensor:
     return expected
 
 
+@checker
 def check_merged_mask(answer: object) -> None:
     """The (2, 1, 5, 5) boolean attn_mask that hides both the future and the padding keys, in SDPA's convention."""
     if missing(answer):
         return
     expected = _expected_merged()
+    from_numpy = isinstance(answer, np.ndarray) and answer.dtype == np.bool_
+    if from_numpy:
+        answer = torch.from_numpy(answer)
     if not isinstance(answer, torch.Tensor):
         return feedback(False, f"merged should be a torch.Tensor, got {type(answer).__name__}.",
                         f"merged 应该是 torch.Tensor，而你给出的是 {type(answer).__name__}。")
@@ -197,7 +211,9 @@ def check_merged_mask(answer: object) -> None:
     if not torch.equal(answer, expected):
         return feedback(False, "Query i may attend to key j when j <= i and key j is not padding.",
                         "当 j <= i 且键 j 不是填充词元时，查询 i 才可以关注键 j。")
+    note_en, note_zh = (" SDPA itself takes a torch tensor: torch.from_numpy(merged).",
+                        "SDPA 本身需要 torch 张量：torch.from_numpy(merged)。") if from_numpy else ("", "")
     feedback(True, "Future and padding keys are hidden. The two padding queries of the first sentence may attend to "
-             "nothing: SDPA gives them zero context vectors (lesson 5 explains why a plain softmax would give NaN).",
+             "nothing: SDPA gives them zero context vectors (lesson 5 explains why a plain softmax would give NaN)." + note_en,
              "未来的键和填充的键都被遮住了。第一个句子的两个填充查询什么都不能关注：SDPA 给它们零向量作为上下文向量"
-             "（第 5 课解释过，普通的 softmax 在这里会得到 NaN）。")
+             "（第 5 课解释过，普通的 softmax 在这里会得到 NaN）。" + note_zh)

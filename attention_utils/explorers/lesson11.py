@@ -38,34 +38,36 @@ def _circle(ax: Axes, radius: float) -> None:
         side.set_visible(False)
 
 
-def _arrow(ax: Axes, pair: torch.Tensor, color: str, label: str | None = None, faint: bool = False,
-           label_at: float = 1.16) -> None:
-    """One 2-D feature pair as an arrow from the origin, with its label `label_at` times as far out as the tip."""
+def _arrow(ax: Axes, pair: torch.Tensor, color: str, label: str | None = None, faint: bool = False) -> None:
+    """One 2-D feature pair as an arrow from the origin, with its label just beyond the tip."""
     x, y = pair.tolist()
     ax.annotate("", (x, y), (0, 0), arrowprops=dict(arrowstyle="-|>", color=color, linewidth=1 if faint else 2.2,
                                                     linestyle=":" if faint else "-", alpha=0.45 if faint else 1.0))
     if label:
-        ax.text(label_at * x, label_at * y, label, color=color, ha="center", va="center", fontsize=9)
+        ax.text(1.16 * x, 1.16 * y, label, color=color, ha="center", va="center", fontsize=9)
 
 
 def draw_turned_tokens(pairs: torch.Tensor, tokens: Sequence[str], head_dim: int = 64, base: float = 10000.0) -> Figure:
     """Token t's pair (row t of `pairs`) turned at position t: as the fastest pair of a head (left), as the slowest (right).
 
-    Dotted arrows are the pairs before turning; the labels give each token's position.
+    Dotted arrows are the pairs before turning; the legend gives each token's position.
     """
     speeds = rotary_frequencies(head_dim, base)
     positions = torch.arange(len(pairs))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 5.2), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.6), layout="constrained")
     for ax, index, (which_en, which_zh) in zip(axes, (0, len(speeds) - 1), (("fastest", "最快"), ("slowest", "最慢"))):
         _circle(ax, pairs.norm(dim=-1).max().item())
         turned = turned_pair(pairs, index, head_dim, positions, base)
         for position, token in enumerate(tokens):
             color = PALETTE[position % len(PALETTE)]
             _arrow(ax, pairs[position].double(), color, faint=True)
-            # labels alternate between two distances, so two tokens whose arrows nearly coincide stay readable
-            _arrow(ax, turned[position], color, f"{token} ({position})", label_at=1.14 if position % 2 else 1.38)
+            _arrow(ax, turned[position], color)
+            ax.plot([], [], color=color, linewidth=2.2, label=f"{token} ({position})")  # a legend entry per token
         ax.set_title(text(f"pair {index} of {head_dim // 2} ({which_en}):\n{speeds[index]:.3g} rad per position",
-                          f"{head_dim // 2} 个特征对中的特征对 {index}（{which_zh}）：\n每个位置转 {speeds[index]:.3g} 弧度"))
+                          f"特征对 {index}（共 {head_dim // 2} 对，转得{which_zh}）：\n每个位置转 {speeds[index]:.3g} 弧度"))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels),
+               title=text("token (position); dotted: before turning", "词元（位置）；虚线：转动之前"))
     return fig
 
 
@@ -79,14 +81,14 @@ def draw_layout_maps(right: torch.Tensor, converted: torch.Tensor, wrong: torch.
 
 def draw_length_accuracy(accuracies: dict[str, Sequence[float]], lengths: Sequence[int], chance: float) -> Figure:
     """Held-out accuracy against sequence length, one line per kind of positions; the first length is the trained one."""
-    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.5, 3.8), layout="constrained")
     for (label, values), marker in zip(accuracies.items(), "osD^v"):
         ax.plot(lengths, [100 * v for v in values], marker=marker, label=label)
     ax.axhline(100 * chance, color="gray", linestyle=":", label=text("guessing a letter", "随机猜一个字母"))
-    ax.axvspan(lengths[0] * 0.9, lengths[0] * 1.1, color="gold", alpha=0.25, label=text("training length", "训练长度"))
-    ax.set(xscale="log", xticks=list(lengths), xticklabels=[str(n) for n in lengths], ylim=(0, 105),
-           xlabel=text("sequence length", "序列长度"), ylabel=text("held-out accuracy (%)", "留出准确率（%）"))
-    ax.legend(loc="lower left", fontsize=9)
+    ax.axvline(lengths[0], color="gold", linewidth=6, alpha=0.5, label=text("training length", "训练长度"))
+    ax.set(xticks=list(lengths), ylim=(0, 105), xlabel=text("sequence length", "序列长度"),
+           ylabel=text("held-out accuracy (%)", "留出准确率（%）"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9)
     return fig
 
 

@@ -42,7 +42,7 @@ class DecodeWorkload:
 
 
 DECODE_FULL = DecodeWorkload(768, 12, 12, (128, 256, 512, 1024), 128, 7, 4096, 256, 128, 5)
-DECODE_QUICK = DecodeWorkload(64, 4, 2, (32, 64), 16, 3, 256, 32, 64, 2)
+DECODE_QUICK = DecodeWorkload(64, 8, 2, (32, 64), 16, 3, 256, 32, 64, 2)
 
 
 @dataclass(frozen=True)

@@ -60,13 +60,13 @@ def decode_markdown(results: dict) -> str:
         f"times {work['calls']} calls of each kind in alternating order: one decode step with the KV cache, and the "
         "whole sequence recomputed without it. Times are medians in ms per new token; the speed-up is their ratio.",
         "",
-        f"`make bench` 写于 {env['date']}：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
+        f"由 `make bench` 于 {env['date']} 生成：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
         f"模型是 GPT-2 small 的 {work['num_layers']} 个注意力层（d_model {work['d_model']}，{work['num_heads']} 个查询头，"
         f"每头 {head_dim} 维；每层外面套一个 LayerNorm 和残差连接，没有前馈网络，权重随机），批大小 1，float32。"
         f"对每个提示长度 T，在一个全新的进程里先预填充 T 个词元，再交替地各计时 {work['calls']} 次：带 KV 缓存的一步解码，"
         "以及不用缓存、把整个序列重新算一遍。表中是每个新词元耗时的中位数（毫秒），加速比是两者之比。",
         "",
-        "| T | variant · 变体 | with cache · 有缓存 (ms) | without · 无缓存 (ms) | speed-up · 加速比 | cache · 缓存 (MiB) |",
+        "| T | variant / 变体 | with cache / 有缓存 (ms) | without / 无缓存 (ms) | speed-up / 加速比 | cache / 缓存 (MiB) |",
         "|---|---|---|---|---|---|",
     ]
     for row in sorted(results["rows"], key=lambda r: (r["length"], list(VARIANTS).index(r["variant"]))):
@@ -99,7 +99,7 @@ def plot_decode(results: dict, folder: Path, language: str) -> Path:
     """Time per new token and cache memory against the prompt length, one line per variant; return the PNG path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     from ...plotting import set_language, text
 
@@ -129,7 +129,9 @@ def plot_decode(results: dict, folder: Path, language: str) -> Path:
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
+    time_ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     time_ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    time_ax.yaxis.set_minor_formatter(NullFormatter())
     env = results["environment"]
     figure.suptitle(text(
         f"Decoding with {work['num_layers']} GPT-2-small attention layers, batch 1; {env['threads']} threads, torch {env['torch']}",

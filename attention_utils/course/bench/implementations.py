@@ -122,10 +122,10 @@ class Implementation:
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
-    "wrapper": Implementation(("wrapper of single heads", "单头拼接（wrapper）"), wrapper_of_heads, explicit=True),
+    "wrapper": Implementation(("wrapper of single heads", "包装器（wrapper）"), wrapper_of_heads, explicit=True),
     "book": Implementation(("MultiHeadAttention (book)", "书中的 MultiHeadAttention"), lambda mha: mha, explicit=True),
     "explicit": Implementation(
-        ("one QKV matmul, explicit softmax", "合并 QKV + 显式 softmax"),
+        ("one QKV projection, explicit softmax", "合并 QKV 投影 + 显式 softmax"),
         ExplicitSoftmaxAttention.from_multihead,
         explicit=True,
     ),
@@ -136,14 +136,14 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     "torch_mha": Implementation(("nn.MultiheadAttention", "PyTorch 的 nn.MultiheadAttention"), TorchMultiheadAttention),
     "bare": Implementation(("bare SDPA (floor)", "裸 SDPA（下限）"), BareReference.from_multihead),
     "fused_dropout": Implementation(
-        (f"fused, dropout {DROPOUT} (math fallback)", f"融合 + dropout {DROPOUT}（退回数学实现）"),
+        (f"fused, dropout {DROPOUT} (math fallback)", f"融合模块 + dropout {DROPOUT}（改走数学实现）"),
         fused_with_dropout,
         modes=("training",),  # dropout only acts in training
         explicit=True,
     ),
     "bool_mask": Implementation(("SDPA, boolean causal mask", "SDPA + 布尔因果掩码"), BoolMaskAttention.from_multihead),
     "compiled": Implementation(
-        ("torch.compile(book)", "torch.compile（书中版本）"),
+        ("torch.compile(book)", "torch.compile（书中模块）"),
         torch.compile,
         modes=("inference",),  # compiling the backward again in every fresh process would dominate the run
         explicit=True,
