@@ -43,8 +43,12 @@ def byte_alphabet() -> dict[int, str]:
 def check_text(text: object, name: str = "text") -> str:
     """A text to tokenize must be a str (a prompt, not a list of words or bytes)."""
     if not isinstance(text, str):
-        hint_en, hint_zh = (" decode it first with .decode('utf-8')", "请先用 .decode('utf-8') 解码") if isinstance(
-            text, bytes) else (" join a list of words with ' '.join(words)", "单词列表请先用 ' '.join(words) 连成一句")
+        if isinstance(text, bytes):
+            hint_en, hint_zh = " decode it first with .decode('utf-8')", "请先用 .decode('utf-8') 解码"
+        elif isinstance(text, (list, tuple)):
+            hint_en, hint_zh = " join a list of words with ' '.join(words)", "单词列表请先用 ' '.join(words) 连成一句"
+        else:
+            hint_en, hint_zh = " write it in quotes, such as 'The capital of France is'", "请用引号写出，例如 'The capital of France is'"
         raise TypeError(
             bilingual(
                 f"{name} must be a str, got {type(text).__name__};{hint_en}.",
