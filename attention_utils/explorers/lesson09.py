@@ -58,7 +58,7 @@ def _draw_outputs(ax: Axes, state: dict | None, started: torch.Tensor, final: to
     """Each row's output so far, o / ℓ, over its final value; the redder, the further from it (grey: not started)."""
     partial = state["unnormalized"] / state["sum"].clamp(min=1e-12) if state else torch.zeros_like(final)
     distance = torch.where(started[:, None], (partial - final).abs(), torch.full_like(final, math.nan))
-    ax.imshow(distance, cmap=plt.get_cmap("Reds").with_extremes(bad="#eeeeee"), vmin=0, vmax=0.05, aspect="auto")
+    ax.imshow(distance.numpy(), cmap=plt.get_cmap("Reds").with_extremes(bad="#eeeeee"), vmin=0, vmax=0.05, aspect="auto")
     for i in range(final.shape[0]):
         for c in range(final.shape[1]):
             now = f"{partial[i, c]:.2f}" if started[i] else "–"

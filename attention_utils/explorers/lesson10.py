@@ -23,7 +23,7 @@ Trained = tuple[TrainingRun, TinyAttentionModel]
 def draw_sinusoidal(num_positions: int = 64, dim: int = 32, used: int = 8) -> Figure:
     """The sinusoidal table as an image, with a line under the first `used` positions (what an 8-letter task sees)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-    image = ax.imshow(sinusoidal_positions(num_positions, dim), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    image = ax.imshow(sinusoidal_positions(num_positions, dim).numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     ax.axhline(used - 0.5, color="black", linestyle="--", linewidth=1)
     ax.annotate(text(f"above the line: the {used} positions of the reverse task", f"虚线以上：倒序任务用到的 {used} 个位置"), (dim - 0.5, used - 0.5),
                 xytext=(-4, -4), textcoords="offset points", ha="right", va="top", fontsize=9,
