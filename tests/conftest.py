@@ -49,3 +49,18 @@ def chinese_run() -> ChineseRun:
                if can_cut else ["sh", "-c", run])
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     return ChineseRun(ROOT / "build" / "run" / "zh", bool(can_cut), result.returncode, result.stdout + result.stderr)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """Lesson 13's model and tokenizer, loaded once for all the tests that need them (about 4 s each time)."""
+    from attention_utils.llama import load_smollm2
+
+    return load_smollm2()
+
+
+@pytest.fixture
+def one_thread():
+    """Run a test of the real model on one thread: its many small operations are steadier that way on a shared
+    2-core machine (with two threads each one waits whenever another process holds the second core)."""
+    torch.set_num_threads(1)

@@ -1,0 +1,153 @@
+"""A byte-level BPE tokenizer (GPT-2's kind, used by SmolLM2): text to token ids and back, from a vocabulary and merges.
+
+How a text becomes tokens:
+1. control tokens such as `<|im_start|>` are cut out whole;
+2. the rest is split into pieces: every digit alone, then words with their leading space,
+   runs of punctuation, runs of spaces (the "smollm" split that llama.cpp uses for this model);
+3. each piece becomes its UTF-8 bytes, each byte one printable character (GPT-2's byte alphabet:
+   a space is "Ġ", a newline "Ċ"), so any text at all, Chinese included, can be written;
+4. the merges, best first, join neighbouring symbols ("Ġ" + "t" -> "Ġt", ...) until no merge applies.
+Every symbol left is a token of the vocabulary. Decoding runs the other way: token texts, bytes, UTF-8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import regex  # the standard `re` has no \p{L} (any letter) or \p{N} (any digit or number sign)
+import torch
+
+from .checks import bilingual
+
+CONTROL = 3  # GGUF's token type for control tokens such as <|endoftext|>
+DIGIT = regex.compile(r"(\p{N})")  # the parentheses keep each digit as a piece of its own when splitting
+# GPT-2's split: English contractions, words with one leading space, numbers, punctuation, spaces
+WORDS = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+
+
+@lru_cache(maxsize=1)
+def byte_alphabet() -> dict[int, str]:
+    """GPT-2's printable character for each of the 256 byte values.
+
+    Printable bytes ("!" to "~", "¡" to "¬", "®" to "ÿ") stand for themselves; the others (space,
+    newline, control bytes) borrow the characters from chr(256) on, in order: a space (32) is "Ġ".
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    alphabet = {byte: chr(byte) for byte in printable}
+    borrowed = (byte for byte in range(256) if byte not in alphabet)
+    alphabet.update({byte: chr(256 + i) for i, byte in enumerate(borrowed)})
+    return dict(sorted(alphabet.items()))
+
+
+def check_text(text: object, name: str = "text") -> str:
+    """A text to tokenize must be a str (a prompt, not a list of words or bytes)."""
+    if not isinstance(text, str):
+        if isinstance(text, bytes):
+            hint_en, hint_zh = " decode it first with .decode('utf-8')", "请先用 .decode('utf-8') 解码"
+        elif isinstance(text, (list, tuple)):
+            hint_en, hint_zh = " join a list of words with ' '.join(words)", "单词列表请先用 ' '.join(words) 连成一句"
+        else:
+            hint_en, hint_zh = " write it in quotes, such as 'The capital of France is'", "请用引号写出，例如 'The capital of France is'"
+        raise TypeError(
+            bilingual(
+                f"{name} must be a str, got {type(text).__name__};{hint_en}.",
+                f"{name} 必须是字符串（str），实际是 {type(text).__name__}；{hint_zh}。",
+            )
+        )
+    return text
+
+
+class ByteLevelBPE:
+    """Turns text into token ids with a vocabulary (id -> token text) and merges ("Ġ t" = join "Ġ" and "t")."""
+
+    def __init__(self, tokens: Sequence[str], merges: Sequence[str], control_tokens: Sequence[str] = ()) -> None:
+        self.tokens = list(tokens)
+        self.ids = {token: index for index, token in enumerate(self.tokens)}
+        self.ranks = {tuple(merge.split(" ")): rank for rank, merge in enumerate(merges)}  # lower rank = merged first
+        self.to_byte = {character: byte for byte, character in byte_alphabet().items()}
+        self.control = {token: self.ids[token] for token in control_tokens}
+        longest_first = sorted(self.control, key=len, reverse=True)
+        self.control_split = regex.compile("(" + "|".join(map(regex.escape, longest_first)) + ")") if longest_first else None
+        self._merged: dict[str, list[str]] = {}  # piece -> its symbols after merging, remembered
+
+    @classmethod
+    def from_gguf(cls, file) -> ByteLevelBPE:
+        """The tokenizer stored in a GGUF file (`gguf_file.read_gguf()`): tokens, merges, control tokens."""
+        meta = file.metadata
+        if meta.get("tokenizer.ggml.model") != "gpt2":
+            raise ValueError(bilingual(
+                f"This file's tokenizer is {meta.get('tokenizer.ggml.model')!r}, not byte-level BPE ('gpt2').",
+                f"这个文件的分词器是 {meta.get('tokenizer.ggml.model')!r}，不是字节级 BPE（'gpt2'）。"))
+        tokens = meta["tokenizer.ggml.tokens"]
+        control = [token for token, kind in zip(tokens, meta["tokenizer.ggml.token_type"]) if kind == CONTROL]
+        return cls(tokens, meta["tokenizer.ggml.merges"], control)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def split(self, text: str) -> list[str]:
+        """Step 2: the pieces BPE works on, each digit alone, then GPT-2's split of what is between digits."""
+        return [piece for part in DIGIT.split(text) if part for piece in WORDS.findall(part)]
+
+    def merge(self, piece: str) -> list[str]:
+        """Steps 3-4 for one piece: its bytes as symbols, then the best-ranked merge of two neighbours, again and again."""
+        if piece in self._merged:
+            return self._merged[piece]
+        alphabet = byte_alphabet()
+        # a byte the vocabulary never saw (a few control characters, such as 0x04) is left out, as Hugging Face's
+        # tokenizer does; bytes that valid UTF-8 text can hold all have a token
+        symbols = [alphabet[byte] for byte in piece.encode("utf-8") if alphabet[byte] in self.ids]
+        while len(symbols) > 1:
+            pairs = {(a, b) for a, b in zip(symbols, symbols[1:])}
+            best = min(pairs, key=lambda pair: self.ranks.get(pair, len(self.ranks)))
+            if best not in self.ranks:
+                break  # no neighbours left that the merges join
+            joined, i = [], 0
+            while i < len(symbols):  # join every occurrence of the best pair, left to right
+                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                    joined.append(symbols[i] + symbols[i + 1])
+                    i += 2
+                else:
+                    joined.append(symbols[i])
+                    i += 1
+            symbols = joined
+        self._merged[piece] = symbols
+        return symbols
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of a text (no beginning-of-text token is added: this model's file asks for none)."""
+        check_text(text)
+        parts = self.control_split.split(text) if self.control_split else [text]
+        ids = []
+        for part in parts:
+            if part in self.control:
+                ids.append(self.control[part])
+            else:
+                ids += [self.ids[symbol] for piece in self.split(part) for symbol in self.merge(piece)]
+        return ids
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for (a control token: its own text)."""
+        token = self.tokens[token_id]
+        if token in self.control:
+            return token.encode("utf-8")
+        return bytes(self.to_byte[character] for character in token)
+
+    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
+        """The text of a list of token ids; bytes that do not form whole UTF-8 characters show as "�"."""
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+    def labels(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
+        """A short readable label per token for plots: its text, a newline as "↵", broken UTF-8 as hex bytes <e4 bd>."""
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        found = []
+        for i in ids:
+            raw = self.token_bytes(i)
+            try:
+                found.append(raw.decode("utf-8").replace("\n", "↵"))
+            except UnicodeDecodeError:
+                found.append("<" + " ".join(f"{byte:02x}" for byte in raw) + ">")
+        return found

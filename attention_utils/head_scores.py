@@ -1,0 +1,134 @@
+"""What the heads of a real model do, measured: maps, the share on the first token, previous-token and induction scores.
+
+Every score is an average of attention weights read from the maps, so it lies between 0 and 1:
+- sink share: how much of each query's attention goes to the first token (queries 1 on; query 0
+  can only look at itself);
+- previous-token score: how much goes to the token just before the query;
+- induction score, on a random sequence repeated twice: how much a query in the second copy sends
+  to the token that followed its earlier copy, the one it should predict next.
+Silencing a head (its part of out_proj set to zero) then shows what the model needs it for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from .checks import bilingual, check_size
+from .functional import causal_mask, scaled_dot_product_attention
+
+
+def _attention_inputs(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The logits, and what each attention layer received (its RMSNorm's output), for the first sequence."""
+    inputs = []
+    hooks = [block.attention.register_forward_pre_hook(lambda _module, args: inputs.append(args[0][:1]))
+             for block in model.blocks]
+    try:
+        with torch.no_grad():
+            logits = model(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return logits, inputs
+
+
+@torch.no_grad()
+def attention_maps(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits (b, T, vocab) and every head's attention weights, (layers, heads, T, T) for the first sequence.
+
+    The model runs as usual; a hook keeps what each attention layer receives, and the weights
+    are computed again from it with the package's scaled_dot_product_attention, which returns them.
+    """
+    logits, inputs = _attention_inputs(model, tokens)
+    maps = []
+    for block, x in zip(model.blocks, inputs):
+        attention = block.attention
+        queries, keys, _ = attention.project_heads(x)  # (1, heads, T, head_dim), (1, kv_heads, T, head_dim)
+        keys = keys.repeat_interleave(attention.num_heads // attention.num_kv_heads, dim=1)  # query head i: key head i // 3
+        _, weights = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(x.shape[1]))
+        maps.append(weights[0])
+    return logits, torch.stack(maps)
+
+
+@torch.no_grad()
+def value_lengths(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """(layers, kv_heads, T): the length of each token's value vector, in every key/value head."""
+    _, inputs = _attention_inputs(model, tokens)
+    return torch.stack([block.attention.project_heads(x)[2][0].norm(dim=-1) for block, x in zip(model.blocks, inputs)])
+
+
+def sink_share(maps: torch.Tensor) -> torch.Tensor:
+    """(layers, heads): the average weight queries 1, 2, ... give to the first token."""
+    return maps[..., 1:, 0].mean(dim=-1)
+
+
+def previous_token_score(maps: torch.Tensor) -> torch.Tensor:
+    """(layers, heads): the average weight each query t >= 1 gives to key t - 1."""
+    num_tokens = maps.shape[-1]
+    rows = torch.arange(1, num_tokens)
+    return maps[..., rows, rows - 1].mean(dim=-1)
+
+
+def induction_score(maps: torch.Tensor, period: int) -> torch.Tensor:
+    """(layers, heads): on a sequence whose second half repeats the first, the weight query t gives to key t - period + 1."""
+    period = check_size(period, "period", minimum=2)
+    rows = torch.arange(period, min(2 * period, maps.shape[-1]))  # queries in the second copy
+    return maps[..., rows, rows - period + 1].mean(dim=-1)
+
+
+def strongest(scores: torch.Tensor) -> tuple[int, int, float]:
+    """(layer, head, score) of the largest entry of a (layers, heads) table."""
+    layer, head = divmod(int(scores.argmax()), scores.shape[1])
+    return layer, head, float(scores[layer, head])
+
+
+def repeated_random_tokens(period: int, seed: int, low: int = 1000, high: int = 10000) -> torch.Tensor:
+    """(1, 2 * period) token ids: `period` random ids from low..high-1, then the same ids again.
+
+    Ids 1,000 to 9,999 are frequent word pieces of SmolLM2's vocabulary (the first ids are control
+    tokens and single bytes). Random tokens have no meaning, so only copying predicts the second half.
+    """
+    period = check_size(period, "period", minimum=2)
+    half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_size(seed, "seed", 0)))
+    return torch.cat([half, half], dim=1)
+
+
+@torch.no_grad()
+def copying_accuracy(model: nn.Module, tokens: torch.Tensor, period: int) -> float:
+    """The share of the second copy the model predicts right (greedy), each token from the ones before it.
+
+    The first token of the second copy is left out: nothing before it says what it will be.
+    """
+    logits = model(tokens)
+    predicted = logits[0, period:-1].argmax(dim=-1)  # the guesses for tokens period + 1 .. 2 * period - 1
+    return (predicted == tokens[0, period + 1 :]).float().mean().item()
+
+
+@contextmanager
+def silence_head(model: nn.Module, layer: int, head: int) -> Iterator[None]:
+    """Inside the `with` block one head adds nothing: its columns of out_proj are zero.
+
+    In lesson 10 a head was silenced through its rows of W_value. Here 3 query heads share one
+    key/value head, so zeroing values would silence the whole group; out_proj has one slice per query head.
+    """
+    blocks = model.blocks
+    if not 0 <= check_size(layer, "layer", 0) < len(blocks):
+        raise ValueError(bilingual(f"layer must be between 0 and {len(blocks) - 1}, got {layer}.",
+                                   f"layer 应在 0 到 {len(blocks) - 1} 之间，实际是 {layer}。"))
+    attention = blocks[layer].attention
+    if not 0 <= check_size(head, "head", 0) < attention.num_heads:
+        raise ValueError(bilingual(f"head must be between 0 and {attention.num_heads - 1}, got {head}.",
+                                   f"head 应在 0 到 {attention.num_heads - 1} 之间，实际是 {head}。"))
+    columns = slice(head * attention.head_dim, (head + 1) * attention.head_dim)  # this head's context features
+    weight = attention.out_proj.weight
+    saved = weight[:, columns].clone()
+    with torch.no_grad():
+        weight[:, columns] = 0.0
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            weight[:, columns] = saved

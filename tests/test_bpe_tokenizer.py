@@ -1,0 +1,159 @@
+"""The byte-level BPE tokenizer of lesson 13 gives the token ids of Hugging Face's tokenizers, read from the same GGUF file.
+
+The reference is `transformers`' tokenizer loaded offline from the file (a separate code base: Rust
+`tokenizers`). transformers 5.23 does not know this file's pre-tokenizer name ("smollm": every digit
+is its own piece, as in SmolLM2's own tokenizer.json and in llama.cpp) and falls back to GPT-2's split.
+The two differ only where a run of spaces or newlines stands right before a number: "a  1" is
+"a", "  ", "1" for SmolLM2 and "a", " ", " 1" for GPT-2's split. So every string is compared with a
+second reference too, the same transformers tokenizer given SmolLM2's pre-tokenizer.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_utils.bpe_tokenizer import ByteLevelBPE, byte_alphabet
+from attention_utils.gguf_file import find_model_file
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+LESSON_SENTENCES = [  # every text lesson 13 tokenizes
+    "The capital of France is",
+    "The largest planet in the solar system is",
+    "def fibonacci(n):",
+    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    "Once upon a time, in a small village by the sea, there lived an old fisherman. Every morning he took his boat out "
+    "before sunrise, and every evening he came back with a basket of fish for the market. The children of the village "
+    "loved to sit with him on the beach and listen to his stories about storms, whales and far-away islands. One day, "
+    "a stranger arrived in the village and asked the fisherman to take him out to sea, to an island that",
+    "The capital of France is Paris. It is known for the Eiffel Tower, which was built in 1889 for the World's Fair.",
+    "Yesterday capital of France is Paris. It is known for the Eiffel Tower, which was built in 1889 for the World's Fair.",
+    "Banana capital of France is Paris.", "! capital of France is Paris.",
+    "注意力机制让模型学会关注重要的词元。",
+    "Attention lets the model learn to focus on the important tokens.",
+    "中国的首都是",
+    "Mr and Mrs Dursley lived at number four, Privet Drive. One morning, Mr and Mrs",
+    "Seven blue whales sang quietly under the frozen northern moon",
+    " the" * 1000,
+]
+WORDS = ("the of and to in is was for that it with as his on be at by I this had not are but from or have an they "
+         "which one you were her all she there would their we him been has when who will more no if out so said what "
+         "up its about into than them can only other new some could time these two may then do first any my now such "
+         "like our over man me even most made after also did many before must through back years where much your way "
+         "well down should because each just those people Mr how too little state good very make world still own see "
+         "men work long get here between both life being under never day same another know while last might us great "
+         "old year off come since against go came right used take three attention model token query key value head "
+         "don't it's we'll they're I've she'd Paris London AI GPU CPU softmax").split()
+PUNCTUATION = [".", ",", "!", "?", ";", ":", "-", "--", "...", "(", ")", '"', "'", "$", "%", "#", "@", "&", "*"]
+SPACES = [" ", " ", " ", " ", " ", "  ", "\n", "\n\n", "\t", "   "]
+
+
+def random_english(rng: random.Random) -> str:
+    """A string of English words, numbers, punctuation and uneven spacing."""
+    parts = []
+    for _ in range(rng.randint(1, 14)):
+        kind = rng.random()
+        if kind < 0.7:
+            word = rng.choice(WORDS)
+            parts.append(word.capitalize() if rng.random() < 0.15 else word.upper() if rng.random() < 0.03 else word)
+        elif kind < 0.85:
+            parts.append(rng.choice(PUNCTUATION))
+        else:
+            parts.append(str(rng.choice([rng.randint(0, 9), rng.randint(10, 2025), round(rng.uniform(0, 100), 2)])))
+        parts.append(rng.choice(SPACES) if rng.random() < 0.8 else "")
+    text = "".join(parts)
+    return text.strip() if rng.random() < 0.7 else text
+
+
+RANDOM_STRINGS = [random_english(random.Random(seed)) for seed in range(300)]
+SPACES_BEFORE_A_NUMBER = regex.compile(r"\s{2,}\p{N}")
+
+
+@pytest.fixture(scope="module")
+def ours(smollm2) -> ByteLevelBPE:
+    return smollm2[1]
+
+
+@pytest.fixture(scope="module")
+def transformers_tokenizers():
+    """transformers' tokenizer as it reads the file, and a copy given SmolLM2's own pre-tokenizer."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        from tokenizers import Tokenizer, pre_tokenizers
+        from transformers import AutoTokenizer
+
+        path = find_model_file()
+        as_read = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        smollm = Tokenizer.from_str(as_read.backend_tokenizer.to_str())  # a copy, then SmolLM2's split
+        smollm.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+        )
+        yield as_read, smollm
+
+
+def test_byte_alphabet_is_gpt2s(ours):
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    assert byte_alphabet() == bytes_to_unicode()
+    assert byte_alphabet()[ord(" ")] == "Ġ" and byte_alphabet()[ord("\n")] == "Ċ"
+
+
+def test_lesson_sentences(ours, transformers_tokenizers):
+    as_read, _ = transformers_tokenizers
+    for sentence in LESSON_SENTENCES:
+        assert ours.encode(sentence) == as_read.encode(sentence), sentence
+        assert ours.decode(ours.encode(sentence)) == sentence
+
+
+def test_a_few_hundred_random_english_strings(ours, transformers_tokenizers):
+    as_read, smollm = transformers_tokenizers
+    differ = []
+    for text in RANDOM_STRINGS:
+        ids = ours.encode(text)
+        assert ids == smollm.encode(text).ids, text
+        assert ours.decode(ids) == text == as_read.decode(ids)
+        if ids != as_read.encode(text):
+            differ.append(text)
+    # only the known difference: spaces (or newlines) right before a number
+    assert all(SPACES_BEFORE_A_NUMBER.search(text) for text in differ), differ
+    agree = len(RANDOM_STRINGS) - len(differ)
+    print(f"\n{agree} of {len(RANDOM_STRINGS)} random strings get the same ids as transformers' tokenizer as it reads "
+          f"the file; all {len(RANDOM_STRINGS)} with SmolLM2's pre-tokenizer")
+
+
+def test_the_known_difference_is_the_digit_split(ours, transformers_tokenizers):
+    as_read, smollm = transformers_tokenizers
+    text = "Chapter  1"  # two spaces before a digit
+    assert ours.encode(text) == smollm.encode(text).ids != as_read.encode(text)
+    assert ours.labels(ours.encode(text)) == ["Chapter", "  ", "1"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=40))
+def test_any_text_at_all(ours, transformers_tokenizers, text):
+    """Any Unicode text (Chinese, emoji, control characters): the same ids as SmolLM2's tokenizer."""
+    _, smollm = transformers_tokenizers
+    assert ours.encode(text) == smollm.encode(text).ids
+
+
+def test_chinese_becomes_bytes(ours):
+    ids = ours.encode("注意力")
+    assert len(ids) > 3  # three characters, nine UTF-8 bytes, more tokens than characters
+    assert ours.decode(ids) == "注意力"
+    assert any(label.startswith("<") for label in ours.labels(ids))  # pieces of characters, shown as bytes
+
+
+def test_control_tokens_stay_whole(ours):
+    assert ours.encode("<|im_start|>hi<|im_end|>")[0] == 1 and ours.encode("<|im_end|>") == [2]
+
+
+@pytest.mark.parametrize("bad", [None, 3, ["The", "cat"], b"bytes"])
+def test_a_prompt_must_be_text(ours, bad):
+    with pytest.raises(TypeError, match="must be a str") as error:
+        ours.encode(bad)
+    assert "字符串" in str(error.value)

@@ -1,0 +1,135 @@
+"""Lesson 13's model, built from the series' attention, agrees with transformers' Llama on the same GGUF file.
+
+The reference: `transformers` 5.23 loads the file offline (HF_HUB_OFFLINE=1), dequantizes it itself,
+turns the interleaved query/key rows back into its own "halves" rotary layout, and runs its own Llama
+code (its RMSNorm, rotary, repeat_kv, attention and MLP). Both sides compute in float32 from the same
+dequantized numbers, so only the order of the floating-point operations differs.
+
+Tolerance on logits: 1e-3 absolute, on logits of size 20 to 40. Each float32 operation rounds at
+about 1e-7 of its size; through 30 blocks of sums over 576 and 1,536 features this grows to about
+1e-4 (the largest difference measured here was 9e-5). A real mistake is far above: a wrong rotary
+layout or a wrong pairing of key/value heads moves logits by more than 1 (tested below).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attention_utils.generation import generate
+from attention_utils.gguf_file import find_model_file
+from attention_utils.kv_cache import KVCache
+from attention_utils.llama import LlamaModel, model_inputs
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TOLERANCE = 1e-3
+PROMPTS = [
+    "The capital of France is",
+    "Once upon a time, there was a little",
+    "def add(a, b):\n    return",
+    "Water boils at a temperature of",
+    "The three primary colors are red,",
+    "<|im_start|>user\nName a planet.<|im_end|>\n<|im_start|>assistant\n",
+]
+
+
+@pytest.fixture(scope="module")
+def ours(smollm2) -> tuple[LlamaModel, object]:
+    return smollm2
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """transformers' Llama, loading the same GGUF file offline (HF_HUB_OFFLINE=1: no model hub is asked)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        from transformers import AutoModelForCausalLM
+
+        path = find_model_file()
+        yield AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+
+
+def test_logits_agree_with_transformers(ours, reference):
+    model, tokenizer = ours
+    largest = 0.0
+    with torch.no_grad():
+        for prompt in PROMPTS:
+            ids = model_inputs(tokenizer, prompt)
+            ours_logits, theirs = model(ids), reference(ids).logits
+            largest = max(largest, (ours_logits - theirs).abs().max().item())
+            assert torch.equal(ours_logits.argmax(-1), theirs.argmax(-1)), prompt
+    print(f"\nlargest logit difference over {len(PROMPTS)} prompts: {largest:.2e} (tolerance {TOLERANCE:g})")
+    assert largest < TOLERANCE
+
+
+def test_greedy_tokens_agree_with_transformers(ours, reference):
+    model, tokenizer = ours
+    for prompt in PROMPTS[:3] + PROMPTS[-1:]:
+        ids = model_inputs(tokenizer, prompt)
+        theirs = reference.generate(ids, max_new_tokens=8, do_sample=False)
+        assert torch.equal(generate(model, ids, 8, KVCache(model.config.num_layers)).tokens, theirs), prompt
+    ids = model_inputs(tokenizer, PROMPTS[0])
+    assert tokenizer.decode(generate(model, ids, 2, KVCache(30)).tokens[0, ids.shape[1]:]) == " Paris."
+
+
+def test_cached_and_uncached_generation_give_the_same_tokens(ours):
+    model, tokenizer = ours
+    ids = model_inputs(tokenizer, PROMPTS[1])
+    assert torch.equal(generate(model, ids, 8).tokens, generate(model, ids, 8, KVCache(30)).tokens)
+
+
+def test_the_wrong_rotary_layout_breaks_the_model(ours, reference):
+    """The file stores queries and keys for interleaved pairs; read as halves, the logits move far beyond the tolerance."""
+    model, tokenizer = ours
+    ids = model_inputs(tokenizer, PROMPTS[0])
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attention.rotary_layout = "halves"
+        try:
+            wrong = model(ids)
+        finally:
+            for block in model.blocks:
+                block.attention.rotary_layout = "interleaved"
+        assert (wrong - reference(ids).logits).abs().max().item() > 1.0
+
+
+@pytest.mark.parametrize("bad", [None, 42, ["The", "capital"], b"The capital"])
+def test_a_prompt_must_be_text(ours, bad):
+    _, tokenizer = ours
+    with pytest.raises(TypeError, match="prompt must be a str"):
+        model_inputs(tokenizer, bad)
+
+
+@pytest.mark.parametrize("empty", ["", "\x04"])
+def test_an_empty_prompt_is_refused(ours, empty):
+    _, tokenizer = ours
+    with pytest.raises(ValueError, match="has no tokens") as error:
+        model_inputs(tokenizer, empty)
+    assert "没有任何词元" in str(error.value)
+
+
+def test_a_prompt_longer_than_the_context_is_refused(ours):
+    model, tokenizer = ours
+    with pytest.raises(ValueError, match="8200 tokens") as error:
+        model_inputs(tokenizer, " the" * 8200, model.config.context_length)
+    assert "at most 8192" in str(error.value) and "上下文长度" in str(error.value)
+    cache = KVCache(30)
+    model(torch.ones(1, 2, dtype=torch.long), cache=cache)  # the cache now holds 2 tokens
+    with pytest.raises(ValueError, match="context_length"):
+        model(torch.ones(1, 8191, dtype=torch.long), cache=cache)  # 2 + 8191 > 8192, refused before any work
+
+
+@pytest.mark.parametrize("bad", [[], KVCache(3), "cache"])
+def test_the_cache_must_be_one_kvcache_for_the_model(ours, bad):
+    model, _ = ours
+    with pytest.raises(TypeError, match="KVCache\\(30\\)"):
+        model(torch.tensor([[1, 2]]), cache=bad)
+
+
+@pytest.mark.parametrize("bad, error", [(torch.zeros(1, 3), TypeError), ([[1, 2]], TypeError),
+                                        (torch.tensor([1, 2]), ValueError), (torch.tensor([[1, 49152]]), ValueError)])
+def test_token_ids_are_checked(ours, bad, error):
+    model, _ = ours
+    with pytest.raises(error):
+        model(bad)
