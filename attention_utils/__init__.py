@@ -1,10 +1,12 @@
 """The teaching library of the attention series: what the lessons import and a learner may read.
 
 Two rooms, one package:
-- the teaching library (this folder): data, checks, functional, modules, tiled, rotary, kv_cache,
-  grouped_query, sliding_window, flex_window, generation, tiny_model, tasks,
-  training, language, plotting, widgets, environment, results (saved benchmark numbers),
-  exercises/ (checkers) and explorers/ (the lessons' interactive figures);
+- the teaching library (this folder): data; checks, arguments and devices (the input contract);
+  functional and modules (attention, lessons 1-8); tiled (lesson 9); tiny_model, tasks and
+  training (lesson 10); rotary (lesson 11); kv_cache, grouped_query, sliding_window, flex_window
+  and generation (lesson 12); gguf_file, bpe_tokenizer, llama and head_scores (lesson 13);
+  language, plotting, widgets and environment; results (saved benchmark numbers); exercises/
+  (checkers) and explorers/ (the lessons' interactive figures);
 - the workshop, `attention_utils.course`: copies, slides, site, figures and the benchmark. It
   imports the library; the library never imports it.
 """
