@@ -29,3 +29,9 @@ def test_the_title_counts_the_bytes_the_cache_holds():
     slots = [t.get_text() for t in figure.axes[1].texts]
     assert sorted(map(int, slots)) == [0, 6, 7, 8]  # the ring buffer holds the sink and the window
     plt.close(figure)
+
+
+def test_the_cache_growth_figure_draws_the_measured_line():
+    figure = lesson12.draw_cache_growth([9, 10, 11], [4608, 5120, 5632])
+    (line,) = figure.axes[0].get_lines()
+    assert list(line.get_xdata()) == [9, 10, 11] and list(line.get_ydata()) == [4608, 5120, 5632]

@@ -1,4 +1,4 @@
-"""Lesson 12's explorer: step through generation; see which keys and values are computed, read or dropped."""
+"""Lesson 12's figures: the cache growing token by token, and the explorer that steps through generation."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ from ..widgets import explore
 # what happens to the key and value of each position at one step
 FUTURE, COMPUTED, READ, DROPPED = 0, 1, 2, 3
 COLORS = ListedColormap(["white", "tab:orange", "tab:blue", "lightgray"])
+
+
+def draw_cache_growth(tokens_seen: list[int], nbytes: list[int]) -> Figure:
+    """cache.nbytes after each step against the tokens it holds: a straight line whose slope the formula predicts."""
+    fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
+    ax.plot(tokens_seen, nbytes, marker="o")
+    ax.set(xlabel=text("tokens in the cache", "缓存中的词元数"), ylabel=text("cache.nbytes", "cache.nbytes（字节）"))
+    return fig
 
 
 def cache_after(steps: int, prompt_length: int, window: int | None, sinks: int) -> LayerCache:
