@@ -2,7 +2,7 @@
 
 Two rooms, one package:
 - the teaching library (this folder): data; checks, arguments and devices (the input contract);
-  functional and modules (attention, lessons 1-8); tiled (lesson 9); tiny_model, tasks and
+  functional and modules (attention, lessons 1-7); fused (lessons 8, 12, 13); tiled (lesson 9); tiny_model, tasks and
   training (lesson 10); rotary (lesson 11); kv_cache, grouped_query, sliding_window, flex_window
   and generation (lesson 12); gguf_file, bpe_tokenizer, llama and head_scores (lesson 13);
   language, plotting, widgets and environment; results (saved benchmark numbers); exercises/
@@ -21,9 +21,9 @@ from .functional import (
     stable_softmax,
     sum_normalize,
 )
+from .fused import FusedMultiHeadAttention
 from .modules import (
     CausalAttention,
-    FusedMultiHeadAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     SelfAttentionV1,

@@ -21,7 +21,7 @@ from .bpe_tokenizer import ByteLevelBPE, check_text
 from .checks import bilingual, check_length, check_size
 from .gguf_file import GGUFFile, read_gguf
 from .kv_cache import KVCache, LayerCache
-from .modules import FusedMultiHeadAttention
+from .fused import FusedMultiHeadAttention
 
 
 @dataclass(frozen=True)

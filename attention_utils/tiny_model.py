@@ -31,7 +31,8 @@ from .checks import (
 from .devices import check_fits
 from .functional import future
 from .kv_cache import KVCache, check_model_cache
-from .modules import FLOAT_BYTES, MOST_MODULES, FusedMultiHeadAttention, MultiHeadAttention
+from .fused import FusedMultiHeadAttention
+from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention
 
 POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary")
 ROTARY_BASE = 10000.0  # "rotary" turns each layer's queries and keys with the RoFormer paper's base (lesson 11)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..modules import FusedMultiHeadAttention, MultiHeadAttention
+from ..fused import FusedMultiHeadAttention
+from ..modules import MultiHeadAttention
 from . import as_real_tensor, as_whole_number, checker, feedback, missing
 
 # Exercise 1 calls the learner's function on modules of its own: one with projection biases, one without.

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from ...flex_window import can_compile, window_block_mask
 from ...kv_cache import KVCache, kv_cache_bytes
-from ...modules import FusedMultiHeadAttention
+from ...fused import FusedMultiHeadAttention
 from ...sliding_window import sliding_window_mask
 from .harness import run_in_child
 

@@ -15,7 +15,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ...functional import causal_mask
-from ...modules import FusedMultiHeadAttention, MultiHeadAttention, MultiHeadAttentionWrapper
+from ...fused import FusedMultiHeadAttention
+from ...modules import MultiHeadAttention, MultiHeadAttentionWrapper
 from ...tiled import tiled_attention
 
 MODES = ("inference", "training")
