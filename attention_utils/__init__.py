@@ -29,7 +29,7 @@ from .modules import (
     SelfAttentionV1,
     SelfAttentionV2,
 )
-from .rotary import apply_rotary, halves_order, to_halves_layout
+from .rotary import apply_rotary, halves_order, rotary_frequencies, to_halves_layout
 from .tiled import online_softmax, tiled_attention
 from .generation import Generation, generate
 from .grouped_query import repeat_kv_heads
@@ -56,6 +56,7 @@ __all__ = [
     "SelfAttentionV2",
     "apply_rotary",
     "halves_order",
+    "rotary_frequencies",
     "to_halves_layout",
     "online_softmax",
     "tiled_attention",
@@ -68,8 +69,3 @@ __all__ = [
     "hidden_by_window",
     "sliding_window_mask",
 ]
-
-# Lesson 11: the speed (radians per position) of each feature pair under rotary positions
-from .rotary import rotary_frequencies  # noqa: E402
-
-__all__ += ["rotary_frequencies"]

@@ -18,7 +18,7 @@ from functools import lru_cache
 import regex  # the standard `re` has no \p{L} (any letter) or \p{N} (any digit or number sign)
 import torch
 
-from .checks import bilingual
+from .checks import bilingual, check_size
 
 CONTROL = 3  # GGUF's token type for control tokens such as <|endoftext|>
 DIGIT = regex.compile(r"(\p{N})")  # the parentheses keep each digit as a piece of its own when splitting
@@ -56,6 +56,30 @@ def check_text(text: object, name: str = "text") -> str:
             )
         )
     return text
+
+
+def check_ids(ids: object, vocab_size: int) -> list[int]:
+    """Token ids to decode: a 1-D tensor or array, or a list, of whole numbers in 0..vocab_size - 1."""
+    if hasattr(ids, "tolist") and getattr(ids, "ndim", 1) != 1:
+        raise ValueError(bilingual(
+            f"ids must be one sequence of token ids (1-D), got shape {tuple(ids.shape)}; for a batch (1, T) pass tokens[0].",
+            f"ids 应为一条词元编号序列（一维），实际形状是 {tuple(ids.shape)}；如果是批次 (1, T)，请传入 tokens[0]。"))
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise TypeError(bilingual(
+            f"ids must be a list or 1-D tensor of token ids, got {type(ids).__name__}; for one id write [id].",
+            f"ids 应为词元编号的列表或一维张量，实际是 {type(ids).__name__}；只有一个编号时请写成 [id]。"))
+    ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+    return [check_id(i, vocab_size) for i in ids]
+
+
+def check_id(token_id: object, vocab_size: int) -> int:
+    """One token id: a whole number in 0..vocab_size - 1."""
+    token_id = check_size(token_id, "token id", minimum=0)
+    if token_id >= vocab_size:
+        raise ValueError(bilingual(
+            f"token id {token_id} is outside the vocabulary: ids run from 0 to {vocab_size - 1}.",
+            f"词元编号（token id）{token_id} 超出了词表范围：编号应在 0 到 {vocab_size - 1} 之间。"))
+    return token_id
 
 
 class ByteLevelBPE:
@@ -130,21 +154,19 @@ class ByteLevelBPE:
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes one token stands for (a control token: its own text)."""
-        token = self.tokens[token_id]
+        token = self.tokens[check_id(token_id, self.vocab_size)]
         if token in self.control:
             return token.encode("utf-8")
         return bytes(self.to_byte[character] for character in token)
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
         """The text of a list of token ids; bytes that do not form whole UTF-8 characters show as "�"."""
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+        return b"".join(self.token_bytes(i) for i in check_ids(ids, self.vocab_size)).decode("utf-8", errors="replace")
 
     def labels(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
         """A short readable label per token for plots: its text, a newline as "↵", broken UTF-8 as hex bytes <e4 bd>."""
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         found = []
-        for i in ids:
+        for i in check_ids(ids, self.vocab_size):
             raw = self.token_bytes(i)
             try:
                 found.append(raw.decode("utf-8").replace("\n", "↵"))

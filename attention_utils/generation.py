@@ -32,6 +32,13 @@ def generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int, cache: KVC
     runs on the one new token (decode) and reads the rest from the cache.
     """
     new_tokens = check_size(new_tokens, "new_tokens", minimum=0)
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            bilingual(
+                f"model must be a torch module that returns logits (batch, T, vocab), got {type(model).__name__}.",
+                f"model 必须是返回 logits (batch, T, vocab) 的 torch 模块，实际是 {type(model).__name__}。",
+            )
+        )
     if cache is not None and (not isinstance(cache, KVCache) or cache.position != 0):
         raise ValueError(
             bilingual(

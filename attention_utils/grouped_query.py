@@ -35,5 +35,6 @@ def repeat_kv_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     for reading and for the attention weights of a grouped layer.
     """
     check_tensor(x, "x", ranks=(4,))
+    num_heads = check_size(num_heads, "num_heads")
     groups = num_heads // check_kv_heads(num_heads, x.shape[1])
     return x.repeat_interleave(groups, dim=1)  # head order 0, 0, ..., 1, 1, ...: query head i reads i // groups

@@ -17,13 +17,42 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import bilingual, check_size
+from .checks import bilingual, check_size, check_tensor
 from .functional import causal_mask, scaled_dot_product_attention
+from .grouped_query import repeat_kv_heads
+from .llama import LlamaModel
+
+
+def check_model(model: object) -> LlamaModel:
+    """The head measurements read a LlamaModel's blocks (lesson 13's model, from load_smollm2())."""
+    if not isinstance(model, LlamaModel):
+        raise TypeError(
+            bilingual(
+                f"model must be the LlamaModel that load_smollm2() returns, got {type(model).__name__}.",
+                f"model 必须是 load_smollm2() 返回的 LlamaModel，实际是 {type(model).__name__}。",
+            )
+        )
+    return model
+
+
+def check_maps(maps: object, name: str = "maps") -> torch.Tensor:
+    """Attention maps are (layers, heads, T, T) weights, as attention_maps returns them."""
+    check_tensor(maps, name, ranks=(4,))
+    if maps.shape[-1] != maps.shape[-2] or maps.shape[-1] < 2:
+        raise ValueError(
+            bilingual(
+                f"{name} must be (layers, heads, T, T) with T >= 2, one row per query and one column per key; "
+                f"got shape {tuple(maps.shape)}. Use the maps attention_maps(model, tokens) returns.",
+                f"{name} 的形状应为 (layers, heads, T, T) 且 T >= 2，每行一个查询、每列一个键；"
+                f"实际形状是 {tuple(maps.shape)}。请使用 attention_maps(model, tokens) 返回的注意力图。",
+            )
+        )
+    return maps
 
 
 def _attention_inputs(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The logits, and what each attention layer received (its RMSNorm's output), for the first sequence."""
-    inputs = []
+    inputs, model = [], check_model(model)
     hooks = [block.attention.register_forward_pre_hook(lambda _module, args: inputs.append(args[0][:1]))
              for block in model.blocks]
     try:
@@ -47,7 +76,7 @@ def attention_maps(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor
     for block, x in zip(model.blocks, inputs):
         attention = block.attention
         queries, keys, _ = attention.project_heads(x)  # (1, heads, T, head_dim), (1, kv_heads, T, head_dim)
-        keys = keys.repeat_interleave(attention.num_heads // attention.num_kv_heads, dim=1)  # query head i: key head i // 3
+        keys = repeat_kv_heads(keys, attention.num_heads)  # query head i reads key head i // 3
         _, weights = scaled_dot_product_attention(queries, keys, keys, mask=causal_mask(x.shape[1]))
         maps.append(weights[0])
     return logits, torch.stack(maps)
@@ -62,25 +91,33 @@ def value_lengths(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 
 def sink_share(maps: torch.Tensor) -> torch.Tensor:
     """(layers, heads): the average weight queries 1, 2, ... give to the first token."""
-    return maps[..., 1:, 0].mean(dim=-1)
+    return check_maps(maps)[..., 1:, 0].mean(dim=-1)
 
 
 def previous_token_score(maps: torch.Tensor) -> torch.Tensor:
     """(layers, heads): the average weight each query t >= 1 gives to key t - 1."""
-    num_tokens = maps.shape[-1]
+    num_tokens = check_maps(maps).shape[-1]
     rows = torch.arange(1, num_tokens)
     return maps[..., rows, rows - 1].mean(dim=-1)
 
 
 def induction_score(maps: torch.Tensor, period: int) -> torch.Tensor:
     """(layers, heads): on a sequence whose second half repeats the first, the weight query t gives to key t - period + 1."""
-    period = check_size(period, "period", minimum=2)
-    rows = torch.arange(period, min(2 * period, maps.shape[-1]))  # queries in the second copy
+    maps, period = check_maps(maps), check_size(period, "period", minimum=2)
+    if 2 * period > maps.shape[-1]:
+        raise ValueError(
+            bilingual(
+                f"period={period} needs maps of at least {2 * period} tokens (two copies), got {maps.shape[-1]}.",
+                f"period={period} 需要至少 {2 * period} 个词元的注意力图（重复两遍），实际只有 {maps.shape[-1]} 个。",
+            )
+        )
+    rows = torch.arange(period, 2 * period)  # queries in the second copy
     return maps[..., rows, rows - period + 1].mean(dim=-1)
 
 
 def strongest(scores: torch.Tensor) -> tuple[int, int, float]:
     """(layer, head, score) of the largest entry of a (layers, heads) table."""
+    check_tensor(scores, "scores", ranks=(2,))
     layer, head = divmod(int(scores.argmax()), scores.shape[1])
     return layer, head, float(scores[layer, head])
 
@@ -91,7 +128,9 @@ def repeated_random_tokens(period: int, seed: int, low: int = 1000, high: int = 
     Ids 1,000 to 9,999 are frequent word pieces of SmolLM2's vocabulary (the first ids are control
     tokens and single bytes). Random tokens have no meaning, so only copying predicts the second half.
     """
-    period = check_size(period, "period", minimum=2)
+    period, low, high = check_size(period, "period", minimum=2), check_size(low, "low", 0), check_size(high, "high")
+    if low >= high:
+        raise ValueError(bilingual(f"low={low} must be smaller than high={high}.", f"low={low} 必须小于 high={high}。"))
     half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_size(seed, "seed", 0)))
     return torch.cat([half, half], dim=1)
 
@@ -102,7 +141,17 @@ def copying_accuracy(model: nn.Module, tokens: torch.Tensor, period: int) -> flo
 
     The first token of the second copy is left out: nothing before it says what it will be.
     """
-    logits = model(tokens)
+    period = check_size(period, "period", minimum=2)
+    logits = check_model(model)(tokens)
+    if tokens.shape[1] != 2 * period:
+        raise ValueError(
+            bilingual(
+                f"tokens must be one sequence of period={period} tokens repeated twice ({2 * period} in all), "
+                f"got {tokens.shape[1]}; repeated_random_tokens(period, seed) makes one.",
+                f"tokens 应为 period={period} 个词元重复两遍（共 {2 * period} 个），实际有 {tokens.shape[1]} 个；"
+                "可以用 repeated_random_tokens(period, seed) 生成。",
+            )
+        )
     predicted = logits[0, period:-1].argmax(dim=-1)  # the guesses for tokens period + 1 .. 2 * period - 1
     return (predicted == tokens[0, period + 1 :]).float().mean().item()
 
@@ -114,7 +163,7 @@ def silence_head(model: nn.Module, layer: int, head: int) -> Iterator[None]:
     In lesson 10 a head was silenced through its rows of W_value. Here 3 query heads share one
     key/value head, so zeroing values would silence the whole group; out_proj has one slice per query head.
     """
-    blocks = model.blocks
+    blocks = check_model(model).blocks
     if not 0 <= check_size(layer, "layer", 0) < len(blocks):
         raise ValueError(bilingual(f"layer must be between 0 and {len(blocks) - 1}, got {layer}.",
                                    f"layer 应在 0 到 {len(blocks) - 1} 之间，实际是 {layer}。"))

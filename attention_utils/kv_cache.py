@@ -23,7 +23,12 @@ from .sliding_window import check_window
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, tokens: int, bytes_per_value: int = 4,
                    batch: int = 1) -> int:
     """Bytes of keys and values for `tokens` tokens: 2 (K and V) x layers x kv_heads x head_dim x tokens x bytes x batch."""
-    return 2 * num_layers * num_kv_heads * head_dim * tokens * bytes_per_value * batch
+    sizes = {"num_layers": num_layers, "num_kv_heads": num_kv_heads, "head_dim": head_dim,
+             "bytes_per_value": bytes_per_value, "batch": batch}
+    product = check_size(tokens, "tokens", minimum=0)
+    for name, size in sizes.items():
+        product *= check_size(size, name)
+    return 2 * product
 
 
 class LayerCache:

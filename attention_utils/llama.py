@@ -172,6 +172,10 @@ def check_token_ids(tokens: object, vocab_size: int) -> torch.Tensor:
 
 def model_inputs(tokenizer: ByteLevelBPE, prompt: object, context_length: int = 8192) -> torch.Tensor:
     """A prompt as token ids (1, T), refusing what no model can read: not a str, empty, or longer than the context."""
+    if not isinstance(tokenizer, ByteLevelBPE):
+        raise TypeError(bilingual(
+            f"tokenizer must be the ByteLevelBPE that load_smollm2() returns, got {type(tokenizer).__name__}.",
+            f"tokenizer 必须是 load_smollm2() 返回的 ByteLevelBPE，实际是 {type(tokenizer).__name__}。"))
     ids = tokenizer.encode(check_text(prompt, "prompt"))
     if not ids:
         raise ValueError(bilingual(

@@ -29,6 +29,21 @@ def check_window(window: object, sinks: object = 0) -> tuple[int | None, int]:
     return window, sinks
 
 
+def check_positions(positions: object, name: str) -> torch.Tensor:
+    """Positions are a 1-D integer tensor of places in the sequence, each at least 0."""
+    if not isinstance(positions, torch.Tensor) or positions.dim() != 1 or positions.is_floating_point() \
+            or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(
+            bilingual(
+                f"{name} must be a 1-D integer tensor of positions, for example torch.arange(6); got {positions!r:.60}.",
+                f"{name} 应为一维整数张量，每个元素是一个位置，例如 torch.arange(6)；实际是 {positions!r:.60}。",
+            )
+        )
+    if positions.numel() and positions.min() < 0:
+        raise ValueError(bilingual(f"{name} must be at least 0.", f"{name} 不能小于 0。"))
+    return positions
+
+
 def hidden_by_window(
     query_positions: torch.Tensor, key_positions: torch.Tensor, window: int | None = None, sinks: int = 0
 ) -> torch.Tensor:
@@ -38,6 +53,7 @@ def hidden_by_window(
     any order (a ring buffer stores them out of order) and for queries that start late (decoding).
     """
     window, sinks = check_window(window, sinks)
+    query_positions, key_positions = check_positions(query_positions, "query_positions"), check_positions(key_positions, "key_positions")
     queries, keys = query_positions[:, None], key_positions[None, :]  # (T_q, 1), (1, T_k)
     hidden = keys > queries  # the future
     if window is not None:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 import regex
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_utils.bpe_tokenizer import ByteLevelBPE, byte_alphabet
 from attention_utils.gguf_file import find_model_file
+from contract_helpers import assert_contract_error
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -157,3 +160,21 @@ def test_a_prompt_must_be_text(ours, bad):
     with pytest.raises(TypeError, match="must be a str") as error:
         ours.encode(bad)
     assert "字符串" in str(error.value)
+
+
+@pytest.mark.parametrize("bad", [[1, 49152], [-1], [1.5], [None], [True], ["a"], 5, "5", torch.tensor([[1, 2]]),
+                                 np.array([[1, 2]])])
+def test_ids_to_decode_are_checked(ours, bad):
+    for method in (ours.decode, ours.labels):
+        assert_contract_error(lambda: method(bad), "id")
+
+
+@pytest.mark.parametrize("bad", [49152, -1, 2.0, None, torch.tensor([1, 2])])
+def test_one_token_id_is_checked(ours, bad):
+    assert_contract_error(lambda: ours.token_bytes(bad), "token id")
+
+
+def test_ids_in_any_integer_form_decode_alike(ours):
+    ids = ours.encode("The capital of France is")
+    assert {ours.decode(form) for form in (ids, tuple(ids), torch.tensor(ids), np.array(ids), [np.int64(i) for i in ids])} \
+        == {"The capital of France is"}

@@ -20,6 +20,7 @@ from attention_utils.generation import generate
 from attention_utils.gguf_file import find_model_file
 from attention_utils.kv_cache import KVCache
 from attention_utils.llama import LlamaModel, model_inputs
+from contract_helpers import assert_contract_error
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -133,3 +134,8 @@ def test_token_ids_are_checked(ours, bad, error):
     model, _ = ours
     with pytest.raises(error):
         model(bad)
+
+
+@pytest.mark.parametrize("bad", [None, "tokenizer", lambda text: [1, 2]])
+def test_model_inputs_needs_the_tokenizer(bad):
+    assert_contract_error(lambda: model_inputs(bad, "The capital"), "tokenizer", kind=TypeError)
