@@ -71,8 +71,7 @@ class FusedMultiHeadAttention(nn.Module):
         self.context_length = context_length
         self.dropout = check_rate(dropout)  # a rate, not an nn.Dropout: SDPA applies it to the weights itself
         self.num_kv_heads = num_heads if num_kv_heads is None else check_kv_heads(num_heads, num_kv_heads)
-        if rotary_base is not None:  # pairs of features per head, a base above 1, a known layout
-            rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
+        rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
         self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
         self.window, self.sinks = check_window(window, sinks)
         # rows: the queries of every head, then the keys and the values of the key/value heads (3 * d_out without groups)

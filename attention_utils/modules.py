@@ -199,8 +199,7 @@ class MultiHeadAttention(nn.Module):
         check_heads(d_out, num_heads)
         dropout = check_rate(dropout)
         qkv_bias = check_flag(qkv_bias, "qkv_bias")
-        if rotary_base is not None:
-            rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
+        rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
         self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
         self.d_in = d_in
         self.d_out = d_out

@@ -74,11 +74,15 @@ def _check_layout(layout: object, name: str = "layout") -> str:
     return layout
 
 
-def check_rotary_heads(d_out: int, num_heads: int, base: object, layout: object) -> tuple[float, str]:
+def check_rotary_heads(d_out: int, num_heads: int, base: object, layout: object) -> tuple[float | None, str]:
     """The rotary settings of a multi-head module: each head's d_out / num_heads features must pair up.
 
-    Returns (base, layout) checked; the messages name the module's own arguments (rotary_base, rotary_layout).
+    Returns (base, layout) checked, base None for no rotary positions; the messages name the module's
+    own arguments (rotary_base, rotary_layout).
     """
+    layout = _check_layout(layout, "rotary_layout")
+    if base is None:
+        return None, layout
     head_dim = d_out // num_heads
     if head_dim % 2:
         raise ValueError(
@@ -89,7 +93,7 @@ def check_rotary_heads(d_out: int, num_heads: int, base: object, layout: object)
                 f"是奇数；请把 d_out 设为 2 * num_heads = {2 * num_heads} 的整数倍。",
             )
         )
-    return _check_base(base, "rotary_base"), _check_layout(layout, "rotary_layout")
+    return _check_base(base, "rotary_base"), layout
 
 
 def _positions(positions: object, num_tokens: int) -> torch.Tensor:

@@ -109,3 +109,9 @@ def test_head_measurements_refuse_a_model_that_is_not_lesson_13s(bad, tiny_model
     assert_contract_error(lambda: head_scores.attention_maps(model, torch.tensor([[1, 2]])), "model", kind=TypeError)
     assert_contract_error(lambda: head_scores.value_lengths(model, torch.tensor([[1, 2]])), "model", kind=TypeError)
     assert_contract_error(lambda: head_scores.silence_head(model, 0, 0).__enter__(), "model", kind=TypeError)
+
+
+@pytest.mark.parametrize("bad", [None, 3, "halfs", ["halves"]])
+@pytest.mark.parametrize("module", [au.MultiHeadAttention, au.FusedMultiHeadAttention])
+def test_rotary_layout_is_checked_even_without_a_rotary_base(module, bad):
+    assert_contract_error(lambda: module(8, 8, 10, 0.0, 4, rotary_layout=bad), "rotary_layout")
