@@ -8,12 +8,14 @@ wrong answers of every type, including objects whose comparison raises.
 from __future__ import annotations
 
 import fractions
+import re
 
 import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attention_utils.data import example_inputs
 from attention_utils.exercises import as_real_number, as_real_tensor, as_whole_number, checker
 
 CORRECT = "✅ Correct / 正确"
@@ -155,3 +157,20 @@ def test_a_complex_answer_is_not_told_to_drop_its_imaginary_part(capsys):
     check_tensor_answer(torch.ones(2, dtype=torch.cfloat) + 1j, torch.ones(2), "The answer", "答案")
     said = capsys.readouterr().out
     assert said.startswith("❌") and ".float()" not in said and "imaginary" in said and "虚部" in said
+
+
+def test_a_chinese_lesson_gets_its_verdict_in_chinese_only(capsys):
+    from attention_utils.exercises.lesson01 import check_cosine_matrix, check_ranking_for_step
+    from attention_utils.language import choose_language
+
+    unit = example_inputs().double() / example_inputs().double().norm(dim=1, keepdim=True)
+    choose_language("zh")
+    try:
+        check_ranking_for_step(None)
+        check_ranking_for_step({"journey"})
+        check_cosine_matrix(unit @ unit.T)
+    finally:
+        choose_language("en")
+    said = capsys.readouterr().out
+    assert said.count("❌ 还不对") == 2 and said.count("✅ 正确") == 1 and "集合没有先后顺序" in said
+    assert not re.search(r"[A-Za-z]{3,} [A-Za-z]{3,}", said), said  # no English sentence (a token name may appear)

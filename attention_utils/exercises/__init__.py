@@ -1,7 +1,8 @@
 """Exercise checkers: each lesson has a module here whose functions give bilingual feedback.
 
-A checker prints a verdict with one line in English and one in Chinese (and returns nothing, so
-the notebook shows only the feedback); a learner can try, read the hint, and try again.
+A checker prints a verdict with one line in English and one in Chinese (only the Chinese line in
+a Chinese lesson), and returns nothing, so the notebook shows only the feedback; a learner can
+try, read the hint, and try again.
 
 Every checker is wrapped in `@checker`: whatever a learner passes (a numpy number, a float64
 tensor, an object whose comparison raises), the checker answers with a verdict, never with a
@@ -19,9 +20,14 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from ..language import get_language
+
 
 def feedback(correct: bool, en: str, zh: str) -> None:
-    """Print a verdict with a short explanation in both languages."""
+    """Print a verdict with a short explanation: in both languages, or only in Chinese in a Chinese lesson."""
+    if get_language() == "zh":
+        print(f"{'✅ 正确' if correct else '❌ 还不对'}\n{zh}")
+        return
     mark = "✅ Correct / 正确" if correct else "❌ Not yet / 还不对"
     print(f"{mark}\n{en}\n{zh}")
 
