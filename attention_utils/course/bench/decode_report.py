@@ -87,7 +87,9 @@ def decode_markdown(results: dict) -> str:
     lines += ["", *flex_lines(results)]
     if results["notes"]:
         lines += ["", *(f"- {note}" for note in results["notes"])]
-    return "\n".join([*lines, "", "![decode](figures/bench_decode_en.png)"])
+    figures = ["![Decoding: time per new token and cache size against prompt length](figures/bench_decode_en.png)",
+               "![逐词元解码：每个新词元的耗时和缓存大小随提示长度的变化](figures/bench_decode_zh.png)"]
+    return "\n".join([*lines, "", figures[0], "", figures[1]])
 
 
 def flex_lines(results: dict) -> list[str]:
