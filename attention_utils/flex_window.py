@@ -68,7 +68,9 @@ def can_compile() -> bool:
 
 @cache
 def _compiled() -> Callable[..., torch.Tensor]:
-    return torch.compile(flex_attention)
+    """Compiled FlexAttention, without torch's saved-graph cache: that cache does not tell ATen's kernel
+    sets apart, and a graph saved under one set gives wrong numbers under another (costs ~1 s per process)."""
+    return torch.compile(flex_attention, options={"fx_graph_cache": False})
 
 
 def flex_window_attention(
