@@ -99,7 +99,7 @@ def check_fixed_generation(generate_fixed: object, model: nn.Module, encode: Cal
                     shape = tuple(found.shape) if isinstance(found, torch.Tensor) else type(found).__name__
                     return feedback(False, f"generate_fixed should return all tokens, shape {tuple(expected.shape)}, "
                                     f"prompt first; got {shape}.",
-                                    f"generate_fixed 应返回全部词元（提示在前），形状为 {tuple(expected.shape)}；实际是 {shape}。")
+                                    f"generate_fixed 应返回全部词元（提示词在前），形状为 {tuple(expected.shape)}；实际是 {shape}。")
                 if not torch.equal(found, expected):
                     return _explain_difference(found, expected, prompt.shape[1], text)
                 once = len(model.layers) * (prompt.shape[1] + NEW_TOKENS - 1)  # every position's key, once per layer
@@ -112,22 +112,22 @@ def check_fixed_generation(generate_fixed: object, model: nn.Module, encode: Cal
         model.train(was_training)
     feedback(True, f"Same tokens as recomputing everything, on {len(PROMPTS)} prompts, and each key computed once. "
              "The new token's position is the number of tokens already seen.",
-             f"在 {len(PROMPTS)} 个提示上，结果都与全部重算相同，而且每个键只算了一次。新词元的位置就是已经见过的词元数。")
+             f"在 {len(PROMPTS)} 个提示词上，结果都与全部重算相同，而且每个键只算了一次。新词元的位置就是已经见过的词元数。")
 
 
 def _explain_difference(found: torch.Tensor, expected: torch.Tensor, prompt_length: int, text: str) -> None:
     """Say where the generated tokens first differ, and what that points to."""
     if not torch.equal(found[:, :prompt_length], expected[:, :prompt_length]):
         return feedback(False, "The prompt itself changed: return the prompt followed by the new tokens.",
-                        "提示本身被改动了：请返回提示，后面接上新生成的词元。")
+                        "提示词本身被改动了：请返回提示词，后面接上新生成的词元。")
     first = int((found != expected).any(dim=0).nonzero()[0]) - prompt_length
     if first == 0:
         return feedback(False, f"On the prompt '{text}' even the first new token differs: check the prefill (the prompt "
                         "at positions 0, 1, 2, ...).",
-                        f"在提示 '{text}' 上，连第一个新词元都不一样：请检查预填充（提示的位置应为 0、1、2……）。")
+                        f"在提示词 '{text}' 上，连第一个新词元都不一样：请检查预填充（提示词的位置应为 0、1、2……）。")
     feedback(False, f"On the prompt '{text}' the first new token is right and new token {first} (counted from 0) is not: "
              "the prefill works, the decode steps do not. At which position does each new token sit?",
-             f"在提示 '{text}' 上，第一个新词元是对的，但索引为 {first} 的新词元（从 0 开始数）不对：预填充没问题，"
+             f"在提示词 '{text}' 上，第一个新词元是对的，但索引为 {first} 的新词元（从 0 开始数）不对：预填充没问题，"
              "逐词元解码出了错。每个新词元的位置应该是多少？")
 
 

@@ -74,7 +74,7 @@ def draw_generation(step: int, prompt_length: int, new_tokens: int, window: int,
     ax.tick_params(which="minor", length=0)
     ax.axvline(prompt_length - 0.5, color="black", linewidth=1.5)
     ax.set_xlabel(text("position (the prompt left of the black line, then generated tokens)",
-                       "位置（黑线左边是提示，右边是生成的词元）"))
+                       "位置（黑线左边是提示词，右边是生成的词元）"))
     cached = rows[2] if window else rows[1]
     kept, seen = int(((cached == READ) | (cached == COMPUTED)).sum()), rows.shape[1]
     what = text("prefill" if step == 0 else f"decode step {step}", "预填充" if step == 0 else f"第 {step} 步解码")

@@ -63,7 +63,7 @@ def decode_markdown(results: dict) -> str:
         f"由 `make bench` 于 {env['date']} 生成：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
         f"模型是 GPT-2 small 的 {work['num_layers']} 个注意力层（d_model {work['d_model']}，{work['num_heads']} 个查询头，"
         f"每头 {head_dim} 维；每层外面套一个 LayerNorm 和残差连接，没有前馈网络，权重随机），批大小 1，float32。"
-        f"对每个提示长度 T，在一个全新的进程里先预填充 T 个词元，再交替地各计时 {work['calls']} 次：带 KV 缓存的一步解码，"
+        f"对每个提示词长度 T，在一个全新的进程里先预填充 T 个词元，再交替地各计时 {work['calls']} 次：带 KV 缓存的一步解码，"
         "以及不用缓存、把整个序列重新算一遍。表中是每个新词元耗时的中位数（毫秒），加速比是两者之比。",
         "",
         "| T | variant / 变体 | with cache / 有缓存 (ms) | without / 无缓存 (ms) | speed-up / 加速比 | cache / 缓存 (MiB) |",
@@ -87,9 +87,11 @@ def decode_markdown(results: dict) -> str:
     lines += ["", *flex_lines(results)]
     if results["notes"]:
         lines += ["", *(f"- {note}" for note in results["notes"])]
-    figures = ["![Decoding: time per new token and cache size against prompt length](figures/bench_decode_en.png)",
-               "![逐词元解码：每个新词元的耗时和缓存大小随提示长度的变化](figures/bench_decode_zh.png)"]
-    return "\n".join([*lines, "", figures[0], "", figures[1]])
+    return "\n".join([
+        *lines, "",
+        "![Decoding: time per new token and cache size against prompt length](figures/bench_decode_en.png)", "",
+        "![逐词元解码：每个新词元的耗时和缓存大小随提示词长度的变化](figures/bench_decode_zh.png)",
+    ])
 
 
 def flex_lines(results: dict) -> list[str]:
