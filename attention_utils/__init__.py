@@ -1,14 +1,16 @@
 """The teaching library of the attention series: what the lessons import and a learner may read.
 
-Two rooms, one package:
-- the teaching library (this folder): data; checks, arguments and devices (the input contract);
-  functional and modules (attention, lessons 1-7); fused (lessons 8, 12, 13); tiled (lesson 9); tiny_model, tasks and
-  training (lesson 10); rotary (lesson 11); kv_cache, grouped_query, sliding_window, flex_window
-  and generation (lesson 12); gguf_file, bpe_tokenizer, llama and head_scores (lesson 13);
-  language, plotting, widgets and environment; results (saved benchmark numbers); exercises/
-  (checkers) and explorers/ (the lessons' interactive figures);
-- the workshop, `attention_utils.course`: copies, slides, site, figures and the benchmark. It
-  imports the library; the library never imports it.
+The folder a module sits in names the part of the series it serves:
+- the top level, what lessons 1-11 build on: data; checks, arguments and devices (the input contract); functional
+  and modules (lessons 1-7); fused (lesson 8); tiled (lesson 9); tiny_model, tasks and training (lesson 10); rotary
+  (lesson 11); language, plotting, widgets and environment; results (saved benchmark numbers);
+- `inference/`, attention at inference time (lessons 12, 14, 15): kv_cache, grouped_query, sliding_window,
+  flex_window, generation;
+- `models/`, a real language model (lesson 13): gguf_file, bpe_tokenizer, llama, head_scores;
+- `explorers/` and `exercises/`: one module per lesson.
+A module imports only from its own part and earlier ones. The workshop, `attention_utils.course` (copies, slides,
+site, figures, the benchmark), imports the library; the library never imports it. The README maps every lesson to
+the modules it uses.
 """
 
 from .environment import setup
@@ -31,10 +33,10 @@ from .modules import (
 )
 from .rotary import apply_rotary, halves_order, rotary_frequencies, to_halves_layout
 from .tiled import online_softmax, tiled_attention
-from .generation import Generation, generate
-from .grouped_query import repeat_kv_heads
-from .kv_cache import KVCache, LayerCache, kv_cache_bytes
-from .sliding_window import hidden_by_window, sliding_window_mask
+from .inference.generation import Generation, generate
+from .inference.grouped_query import repeat_kv_heads
+from .inference.kv_cache import KVCache, LayerCache, kv_cache_bytes
+from .inference.sliding_window import hidden_by_window, sliding_window_mask
 
 __all__ = [
     "setup",

@@ -22,10 +22,10 @@ from .checks import (
     check_tensor,
 )
 from .functional import future
-from .grouped_query import check_kv_heads
-from .kv_cache import LayerCache, check_layer_cache
+from .inference.grouped_query import check_kv_heads
+from .inference.kv_cache import LayerCache, check_layer_cache
 from .rotary import apply_rotary, check_rotary_heads
-from .sliding_window import check_window, hidden_by_window
+from .inference.sliding_window import check_window, hidden_by_window
 
 from .modules import check_settings, check_sizes
 

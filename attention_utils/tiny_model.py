@@ -30,7 +30,7 @@ from .checks import (
 )
 from .devices import check_fits
 from .functional import future
-from .kv_cache import KVCache, check_model_cache
+from .inference.kv_cache import KVCache, check_model_cache
 from .fused import FusedMultiHeadAttention
 from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention
 

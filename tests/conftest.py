@@ -54,7 +54,7 @@ def chinese_run() -> ChineseRun:
 @pytest.fixture(scope="session")
 def smollm2():
     """Lesson 13's model and tokenizer, loaded once for all the tests that need them (about 4 s each time)."""
-    from attention_utils.llama import load_smollm2
+    from attention_utils.models.llama import load_smollm2
 
     return load_smollm2()
 

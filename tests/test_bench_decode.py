@@ -13,7 +13,7 @@ import torch
 
 from attention_utils import results
 from attention_utils.course.bench import decode, decode_report
-from attention_utils.kv_cache import KVCache
+from attention_utils.inference.kv_cache import KVCache
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = ROOT / "notebooks" / "12_attention_at_inference.ipynb"

@@ -19,8 +19,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_utils.bpe_tokenizer import ByteLevelBPE, byte_alphabet
-from attention_utils.gguf_file import find_model_file
+from attention_utils.models.bpe_tokenizer import ByteLevelBPE, byte_alphabet
+from attention_utils.models.gguf_file import find_model_file
 from contract_helpers import assert_contract_error
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import attention_utils as au
-from attention_utils import head_scores
+from attention_utils.models import head_scores
 from attention_utils.tiny_model import CachedTinyModel, TinyAttentionModel
 from contract_helpers import assert_contract_error
 

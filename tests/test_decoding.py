@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attention_utils as au
-from attention_utils.grouped_query import repeat_kv_heads
-from attention_utils.kv_cache import KVCache, LayerCache
+from attention_utils.inference.grouped_query import repeat_kv_heads
+from attention_utils.inference.kv_cache import KVCache, LayerCache
 
 
 def turn(x: torch.Tensor, base: float, layout: str) -> torch.Tensor:

@@ -123,8 +123,8 @@ def encode(letters: str) -> torch.Tensor:
 
 
 def test_fixed_generation_accepts_a_cached_generator_and_restores_the_mode():
-    from attention_utils.generation import generate
-    from attention_utils.kv_cache import KVCache
+    from attention_utils.inference.generation import generate
+    from attention_utils.inference.kv_cache import KVCache
     from attention_utils.tiny_model import CachedTinyModel
 
     model = rotary_model().train()
@@ -138,7 +138,7 @@ def test_fixed_generation_accepts_a_cached_generator_and_restores_the_mode():
 
 def test_fixed_generation_explains_what_is_wrong():
     from attention_utils.tiny_model import CachedTinyModel
-    from attention_utils.kv_cache import KVCache
+    from attention_utils.inference.kv_cache import KVCache
 
     model = rotary_model()
 

@@ -12,9 +12,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_utils import head_scores
+from attention_utils.models import head_scores
 from attention_utils.exercises import as_whole_number, lesson13
-from attention_utils.llama import LlamaConfig
+from attention_utils.models.llama import LlamaConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

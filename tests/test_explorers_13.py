@@ -7,7 +7,7 @@ import pytest
 import torch
 from explorer_harness import drive
 
-from attention_utils import head_scores
+from attention_utils.models import head_scores
 from attention_utils.explorers import lesson13
 from attention_utils.plotting import set_language
 

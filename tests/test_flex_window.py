@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from test_kv_cache import visible_by_loops
 
-from attention_utils import flex_window
+from attention_utils.inference import flex_window
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [(64, 8, 0, 16), (128, 32, 0, 32), (128, 20, 3, 32)]  # tokens, window, sinks, block size
@@ -47,7 +47,7 @@ def test_flex_attention_equals_sdpa_with_the_window(num_tokens, window, sinks, b
 
 CHECK = """
 import torch, torch.nn.functional as F
-from attention_utils import flex_window, sliding_window
+from attention_utils.inference import flex_window, sliding_window
 q, k, v = torch.randn(3, 1, 4, 256, 32, generator=torch.Generator().manual_seed(0))
 found = flex_window.flex_window_attention(q, k, v, flex_window.window_block_mask(256, 32, block_size=32), compiled=True)
 print(float((found - F.scaled_dot_product_attention(q, k, v, attn_mask=~sliding_window.sliding_window_mask(256, 32))).abs().max()))

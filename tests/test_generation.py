@@ -13,9 +13,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_utils.generation import generate
-from attention_utils.kv_cache import KVCache
-from attention_utils.sliding_window import sliding_window_mask
+from attention_utils.inference.generation import generate
+from attention_utils.inference.kv_cache import KVCache
+from attention_utils.inference.sliding_window import sliding_window_mask
 from attention_utils.tiny_model import POSITION_KINDS, CachedTinyModel, TinyAttentionModel
 
 

@@ -9,8 +9,8 @@ import gguf.quants
 import numpy as np
 import pytest
 
-from attention_utils import gguf_file
-from attention_utils.gguf_file import find_model_file, read_gguf
+from attention_utils.models import gguf_file
+from attention_utils.models.gguf_file import find_model_file, read_gguf
 
 
 @pytest.fixture(scope="module")

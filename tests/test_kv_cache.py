@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_utils.kv_cache import KVCache, LayerCache, kv_cache_bytes
-from attention_utils.sliding_window import hidden_by_window, sliding_window_mask
+from attention_utils.inference.kv_cache import KVCache, LayerCache, kv_cache_bytes
+from attention_utils.inference.sliding_window import hidden_by_window, sliding_window_mask
 
 
 def visible_by_loops(num_tokens: int, window: int | None, sinks: int) -> list[list[bool]]:

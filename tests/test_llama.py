@@ -16,10 +16,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_utils.generation import generate
-from attention_utils.gguf_file import find_model_file
-from attention_utils.kv_cache import KVCache
-from attention_utils.llama import LlamaModel, model_inputs
+from attention_utils.inference.generation import generate
+from attention_utils.models.gguf_file import find_model_file
+from attention_utils.inference.kv_cache import KVCache
+from attention_utils.models.llama import LlamaModel, model_inputs
 from contract_helpers import assert_contract_error
 
 pytestmark = pytest.mark.usefixtures("one_thread")

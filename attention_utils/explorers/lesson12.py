@@ -9,7 +9,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..kv_cache import LayerCache, kv_cache_bytes
+from ..inference.kv_cache import LayerCache, kv_cache_bytes
 from ..language import text
 from ..widgets import explore
 

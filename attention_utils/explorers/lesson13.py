@@ -8,9 +8,9 @@ import torch
 from matplotlib.figure import Figure
 
 from ..checks import bilingual
-from ..head_scores import attention_maps
+from ..models.head_scores import attention_maps
 from ..language import text
-from ..llama import model_inputs
+from ..models.llama import model_inputs
 from ..plotting import show_heatmaps
 from ..widgets import explore
 

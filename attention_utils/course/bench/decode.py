@@ -18,10 +18,10 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from ...flex_window import can_compile, window_block_mask
-from ...kv_cache import KVCache, kv_cache_bytes
+from ...inference.flex_window import can_compile, window_block_mask
+from ...inference.kv_cache import KVCache, kv_cache_bytes
 from ...fused import FusedMultiHeadAttention
-from ...sliding_window import sliding_window_mask
+from ...inference.sliding_window import sliding_window_mask
 from .harness import run_in_child
 
 

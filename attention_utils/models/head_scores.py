@@ -17,9 +17,9 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from .checks import bilingual, check_size, check_tensor
-from .functional import causal_mask, scaled_dot_product_attention
-from .grouped_query import repeat_kv_heads
+from ..checks import bilingual, check_size, check_tensor
+from ..functional import causal_mask, scaled_dot_product_attention
+from ..inference.grouped_query import repeat_kv_heads
 from .llama import LlamaModel
 
 

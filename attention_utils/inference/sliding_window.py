@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import bilingual, check_size
+from ..checks import bilingual, check_size
 
 
 def check_window(window: object, sinks: object = 0) -> tuple[int | None, int]:

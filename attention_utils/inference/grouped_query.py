@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import bilingual, check_size, check_tensor
+from ..checks import bilingual, check_size, check_tensor
 
 
 def check_kv_heads(num_heads: int, num_kv_heads: object) -> int:

@@ -18,10 +18,10 @@ import torch
 from torch import nn
 
 from .bpe_tokenizer import ByteLevelBPE, check_text
-from .checks import bilingual, check_length, check_size
+from ..checks import bilingual, check_length, check_size
 from .gguf_file import GGUFFile, read_gguf
-from .kv_cache import KVCache, LayerCache
-from .fused import FusedMultiHeadAttention
+from ..inference.kv_cache import KVCache, LayerCache
+from ..fused import FusedMultiHeadAttention
 
 
 @dataclass(frozen=True)

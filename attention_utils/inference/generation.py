@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .checks import bilingual, check_size
+from ..checks import bilingual, check_size
 from .kv_cache import KVCache
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import bilingual, check_size, check_tensor
+from ..checks import bilingual, check_size, check_tensor
 from .sliding_window import check_window
 
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 import regex  # the standard `re` has no \p{L} (any letter) or \p{N} (any digit or number sign)
 import torch
 
-from .checks import bilingual, check_size
+from ..checks import bilingual, check_size
 
 CONTROL = 3  # GGUF's token type for control tokens such as <|endoftext|>
 DIGIT = regex.compile(r"(\p{N})")  # the parentheses keep each digit as a piece of its own when splitting

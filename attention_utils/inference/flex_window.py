@@ -20,7 +20,7 @@ from functools import cache
 import torch
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
-from .checks import bilingual, check_size, check_tensor
+from ..checks import bilingual, check_size, check_tensor
 from .sliding_window import check_window, sliding_window_mask
 
 

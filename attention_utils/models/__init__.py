@@ -1,0 +1,8 @@
+"""A real language model run by the series' own code (lesson 13): file, tokenizer, model, head measurements.
+
+- `gguf_file`: reads a GGUF file's header, hyperparameters and tensors;
+- `bpe_tokenizer`: the byte-level BPE tokenizer stored in that file;
+- `llama`: the Llama-style model (SmolLM2-135M) built from the library's own attention;
+- `head_scores`: attention maps and the sink, previous-token and induction scores of every head.
+Modules here may import from the top of `attention_utils` and from `inference`, never from `recurrent`.
+"""
