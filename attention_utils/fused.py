@@ -24,7 +24,7 @@ from .checks import (
 from .functional import future
 from .inference.grouped_query import check_kv_heads
 from .inference.kv_cache import LayerCache, check_layer_cache
-from .rotary import apply_rotary, check_rotary_heads
+from .rotary import apply_rotary, check_rotary_heads, turn
 from .inference.sliding_window import check_window, hidden_by_window
 
 from .modules import check_settings, check_sizes
@@ -220,6 +220,40 @@ class FusedMultiHeadAttention(nn.Module):
         if sees_nothing is not None:
             context = context.masked_fill(sees_nothing, 0.0)
         return check_result(self, self._combine_heads(context), x)  # NaN from finite x: an overflow, or NaN weights
+
+
+    def _step(
+        self,
+        x: torch.Tensor,
+        cache: LayerCache | None,
+        rotation: tuple[torch.Tensor, torch.Tensor] | None,
+        attn_mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """forward without its checks, for a model that checked its input once and built what every layer shares.
+
+        A model of many layers (lesson 13's Llama) checks its tokens at its entry and computes the
+        rotary tables `rotation` (cos, sin of the new tokens' positions) and SDPA's boolean
+        `attn_mask` (True = may attend; None = causal from position 0, or one new token that sees
+        every key) once per call, instead of once in every layer. No window. Returns the output
+        and the sum of the first token's QKV projection, which the model checks once for NaN or inf
+        (a fused kernel may turn a NaN projection into zeros, hiding NaN weights).
+        """
+        b, num_tokens, _ = x.shape
+        qkv = self.qkv(x)  # (b, T, (h + 2 * kv_heads) * head_dim)
+        sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
+        heads = (self.num_heads, self.num_kv_heads, self.num_kv_heads)
+        queries, keys, values = (
+            part.view(b, num_tokens, n, self.head_dim).transpose(1, 2) for part, n in zip(qkv.split(sizes, dim=-1), heads)
+        )
+        if rotation is not None:
+            queries, keys = turn(queries, *rotation, self.rotary_layout), turn(keys, *rotation, self.rotary_layout)
+        if cache is not None:
+            keys, values = cache._append(keys, values)
+        context = nn.functional.scaled_dot_product_attention(
+            queries, keys, values, attn_mask=attn_mask, is_causal=attn_mask is None and num_tokens > 1,
+            enable_gqa=self.num_kv_heads != self.num_heads,
+        )  # (b, h, T, head_dim)
+        return self._combine_heads(context), qkv[:, :1].sum()
 
 
 def _check_causal_source(mha: nn.Module) -> None:

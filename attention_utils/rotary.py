@@ -122,8 +122,8 @@ def rotary_frequencies(head_dim: int, base: float = 10000.0) -> torch.Tensor:
 
 
 def rotary_cos_sin(positions: torch.Tensor, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of every (position, pair) angle, each (T, head_dim / 2), in float64 for exact angles."""
-    angles = positions.to(torch.float64)[:, None] * rotary_frequencies(head_dim, base)  # (T, head_dim / 2)
+    """cos and sin of every (position, pair) angle, each (..., T, head_dim / 2) for positions (..., T), in float64."""
+    angles = positions.to(torch.float64)[..., None] * rotary_frequencies(head_dim, base)  # (..., T, head_dim / 2)
     return torch.cos(angles), torch.sin(angles)
 
 
@@ -138,11 +138,21 @@ def apply_rotary(
     num_tokens, head_dim = x.shape[-2], _check_head_dim(x.shape[-1])
     _check_layout(layout)
     cos, sin = (t.to(x.dtype) for t in rotary_cos_sin(_positions(positions, num_tokens).to(x.device), head_dim, base))
+    return turn(x, cos, sin, layout)
+
+
+def turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "interleaved") -> torch.Tensor:
+    """apply_rotary without its checks, with the cos and sin tables (..., T, head_dim / 2) computed once.
+
+    A model turns the queries and keys of every layer by the same angles, so it computes the tables
+    once per forward (rotary_cos_sin) and calls this in each layer.
+    """
     if layout == "interleaved":
         first, second = x[..., 0::2], x[..., 1::2]  # features 0, 2, 4, ... and their partners 1, 3, 5, ...
         turned = torch.stack((first * cos - second * sin, first * sin + second * cos), dim=-1)
         return turned.flatten(-2)  # back to 0, 1, 2, 3, ...
-    first, second = x[..., : head_dim // 2], x[..., head_dim // 2 :]  # feature i pairs with i + head_dim/2
+    half = x.shape[-1] // 2
+    first, second = x[..., :half], x[..., half:]  # feature i pairs with i + head_dim/2
     return torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
 
 

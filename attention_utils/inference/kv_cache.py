@@ -112,6 +112,21 @@ class LayerCache:
         self.positions = self.positions[visible]
         return seen
 
+    def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """update without its checks and without a window, for a model that checked its input once.
+
+        Returns every key and value kept, the new ones last (their positions are 0, 1, ..., position - 1).
+        """
+        num_new, kept = keys.shape[2], self.positions.numel()
+        if self._keys is None:
+            self.window, self.sinks = None, 0
+        self._reserve(keys, kept + num_new)
+        self._keys[:, :, kept : kept + num_new] = keys
+        self._values[:, :, kept : kept + num_new] = values
+        self.position += num_new
+        self.positions = torch.arange(self.position, device=keys.device)
+        return self.keys, self.values
+
     def _reserve(self, like: torch.Tensor, slots: int) -> None:
         """Make room for `slots` tokens: double the buffers when they are full (up to the window, if any)."""
         reserved = 0 if self._keys is None else self._keys.shape[2]
@@ -171,6 +186,8 @@ class KVCache:
 
     def __init__(self, num_layers: int) -> None:
         self.layers = [LayerCache() for _ in range(check_size(num_layers, "num_layers"))]
+        # (batch, tokens seen) True at the padding tokens a model was given (left-padded batches), or None: no padding
+        self.padding: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.layers)

@@ -18,10 +18,11 @@ import torch
 from torch import nn
 
 from .bpe_tokenizer import ByteLevelBPE, check_text
-from ..checks import bilingual, check_length, check_size
+from ..checks import bilingual, check_length, check_padding_mask, check_result, check_size
 from .gguf_file import GGUFFile, read_gguf
-from ..inference.kv_cache import KVCache, LayerCache
+from ..inference.kv_cache import KVCache, LayerCache, check_model_cache
 from ..fused import FusedMultiHeadAttention
+from ..rotary import rotary_cos_sin
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,15 @@ class DecoderBlock(nn.Module):
         x = x + self.attention(self.attention_norm(x), cache=cache)
         return x + self.feed_forward(self.feed_forward_norm(x))
 
+    def _step(
+        self, x: torch.Tensor, cache: LayerCache | None, rotation: tuple[torch.Tensor, torch.Tensor],
+        attn_mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """forward without the attention's checks, for LlamaModel, which checks once (see FusedMultiHeadAttention._step)."""
+        attended, probe = self.attention._step(self.attention_norm(x), cache, rotation, attn_mask)
+        x = x + attended
+        return x + self.feed_forward(self.feed_forward_norm(x)), probe
+
 
 class LlamaModel(nn.Module):
     """Token embeddings, `num_layers` decoder blocks, a final RMSNorm, and next-token scores from the tied embeddings."""
@@ -120,18 +130,60 @@ class LlamaModel(nn.Module):
         self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
 
-    def forward(self, tokens: torch.Tensor, *, cache: KVCache | None = None) -> torch.Tensor:
-        """Next-token scores (b, T, vocab_size) for token ids (b, T); with a KVCache, only the new tokens go in."""
+    def forward(
+        self, tokens: torch.Tensor, *, cache: KVCache | None = None, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Next-token scores (b, T, vocab_size) for token ids (b, T); with a KVCache, only the new tokens go in.
+
+        `padding_mask` (b, T), True at padding tokens, lets prompts of different lengths share a batch
+        (lesson 14 pads on the left): no token attends to a padding token, and each row's positions
+        count only its real tokens, so a row computes what its prompt alone would. A cache remembers
+        which of its tokens were padding. The scores at padding tokens mean nothing.
+
+        The inputs are checked here, once: the blocks skip the checks of their attention, and the
+        rotary angles and the attention mask are built once for all 30 layers (lesson 14 measures what
+        repeating them in every layer cost). NaN or inf in the result is reported as for any module.
+        """
         check_token_ids(tokens, self.config.vocab_size)
-        if cache is not None and (not isinstance(cache, KVCache) or len(cache) != len(self.blocks)):
-            raise TypeError(bilingual(
-                f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
-                f"cache 必须是 KVCache({len(self.blocks)})，每个模块一层缓存，实际是 {type(cache).__name__}。"))
-        check_length((0 if cache is None else cache.position) + tokens.shape[1], self.config.context_length)
+        batch, num_tokens = tokens.shape
+        start = 0 if cache is None else check_model_cache(cache, len(self.blocks))
+        if start:
+            _check_cache_fits(cache, batch, self.token_embedding.weight.dtype)
+        check_length(start + num_tokens, self.config.context_length)
+        padding = _padding_so_far(cache, padding_mask, batch, num_tokens, tokens.device)
+        rotation, attn_mask = self._attention_inputs(start, num_tokens, padding, tokens.device)
         x = self.token_embedding(tokens)  # (b, T, d_model)
+        probes = []
         for i, block in enumerate(self.blocks):
-            x = block(x, cache=None if cache is None else cache[i])
-        return self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
+            x, probe = block._step(x, None if cache is None else cache[i], rotation, attn_mask)
+            probes.append(probe)
+        logits = self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
+        check_result(self, torch.stack(probes))  # NaN or inf weights in a QKV projection, which SDPA may hide
+        return check_result(self, logits)
+
+    def _attention_inputs(
+        self, start: int, num_tokens: int, padding: torch.Tensor | None, device: torch.device
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor | None]:
+        """The rotary tables of the new tokens and SDPA's mask (True = may attend, None = plain causal), for every layer.
+
+        Without padding the new tokens sit at start, start + 1, ...; with padding (b, start + T) each
+        row's position counts its real tokens only, and no query sees a padding key except a padding
+        token itself (so no row of the mask is empty; its result is never used).
+        """
+        query_positions = torch.arange(start, start + num_tokens, device=device)  # (T,): places in the sequence
+        rotary_positions, attn_mask = query_positions, None
+        key_positions = torch.arange(start + num_tokens, device=device)  # (S,)
+        if padding is not None:
+            rotary_positions = ((~padding).cumsum(-1) - 1).clamp(min=0)[:, start:]  # (b, T)
+            allowed = (key_positions <= query_positions[:, None]) & ~padding[:, None, :]  # (b, T, S)
+            attn_mask = (allowed | (key_positions == query_positions[:, None]))[:, None]  # (b, 1, T, S)
+        elif start > 0 and num_tokens > 1:  # a chunk after a cache: causal, shifted by start
+            attn_mask = key_positions <= query_positions[:, None]  # (T, S)
+        cos, sin = rotary_cos_sin(rotary_positions, self.config.head_dim, self.config.rotary_base)
+        dtype = self.token_embedding.weight.dtype
+        if rotary_positions.dim() == 2:  # one row of angles per sequence: (b, 1, T, head_dim / 2) for the heads
+            cos, sin = cos[:, None], sin[:, None]
+        return (cos.to(dtype), sin.to(dtype)), attn_mask
 
     @classmethod
     def from_gguf(cls, file: GGUFFile) -> LlamaModel:
@@ -149,6 +201,37 @@ class LlamaModel(nn.Module):
                                                                      for part in "qkv"])
         model.load_state_dict(weights)
         return model.eval().requires_grad_(False)
+
+
+def _check_cache_fits(cache: KVCache, batch: int, dtype: torch.dtype) -> None:
+    """A cache that holds tokens continues the same batch, in the model's dtype (the blocks no longer check it)."""
+    keys = cache[0].keys
+    if keys is not None and (keys.shape[0], keys.dtype) != (batch, dtype):
+        raise ValueError(bilingual(
+            f"This cache holds {keys.shape[0]} sequences in {keys.dtype}, but tokens has {batch} rows for a model in "
+            f"{dtype}; use a new KVCache for each batch and each model.",
+            f"这个缓存里存的是 {keys.shape[0]} 个序列、类型为 {keys.dtype}，而 tokens 有 {batch} 行、模型的类型是 {dtype}；"
+            "每个批次、每个模型请使用新的 KVCache。"))
+
+
+def _padding_so_far(
+    cache: KVCache | None, padding_mask: object, batch: int, num_tokens: int, device: torch.device
+) -> torch.Tensor | None:
+    """(b, tokens so far) True at padding tokens, the cache's record followed by the new tokens' mask; None if none."""
+    if padding_mask is not None:
+        padding_mask = check_padding_mask(padding_mask, batch, num_tokens, device)
+    earlier = None if cache is None else cache.padding
+    if padding_mask is None and earlier is None:
+        return None
+    start = 0 if cache is None else cache.position
+    if earlier is None:
+        earlier = torch.zeros(batch, start, dtype=torch.bool, device=device)
+    if padding_mask is None:
+        padding_mask = torch.zeros(batch, num_tokens, dtype=torch.bool, device=device)
+    padding = torch.cat([earlier, padding_mask], dim=1)
+    if cache is not None:
+        cache.padding = padding
+    return padding
 
 
 def check_token_ids(tokens: object, vocab_size: int) -> torch.Tensor:
