@@ -210,7 +210,7 @@ def _check_cache_fits(cache: KVCache, batch: int, dtype: torch.dtype) -> None:
         raise ValueError(bilingual(
             f"This cache holds {keys.shape[0]} sequences in {keys.dtype}, but tokens has {batch} rows for a model in "
             f"{dtype}; use a new KVCache for each batch and each model.",
-            f"这个缓存里存的是 {keys.shape[0]} 个序列、类型为 {keys.dtype}，而 tokens 有 {batch} 行、模型的类型是 {dtype}；"
+            f"这个 cache 里存的是 {keys.shape[0]} 个序列、类型为 {keys.dtype}，而 tokens 有 {batch} 行、模型的类型是 {dtype}；"
             "每个批次、每个模型请使用新的 KVCache。"))
 
 
