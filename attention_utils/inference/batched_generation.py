@@ -1,4 +1,4 @@
-"""Greedy generation for several prompts at once: left padding, a padding mask, positions that start at each prompt (lesson 14).
+"""Greedy generation for several prompts at once: left padding, a padding mask, per-prompt positions (lesson 14).
 
 A decode step at batch 1 reads every weight to use it once. Decoding B prompts together reads the
 weights once for B tokens, so a step costs nearly the same and gives B tokens. Prompts of
