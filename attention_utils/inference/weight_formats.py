@@ -1,0 +1,126 @@
+"""The weights of a model in fewer bytes: bfloat16, and int8 with one scale per row, written by hand (lesson 14).
+
+A decode step reads every weight once, so its time follows the bytes of the weights. float32
+spends 4 bytes a weight, bfloat16 2 (float32's exponent, 8 bits of mantissa), int8 1 plus one
+scale per row: row r of W becomes round(W[r] / s_r) with s_r = max |W[r]| / 127, and
+s_r * q[r] gives it back with an error of at most s_r / 2 per weight.
+
+torch's CPU kernel for int8 weights (`torch._weight_int8pack_mm`) multiplies by the int8 rows and
+scales without building the float matrix; lesson 14 measured it slow with float32 activations and
+fast with bfloat16 ones, so an int8 model computes in bfloat16 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from ..checks import bilingual, check_tensor
+
+FORMATS = ("float32", "bfloat16", "int8")
+COMPUTE = (torch.float32, torch.bfloat16)
+
+
+def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """int8 values (rows, cols) and one float32 scale per row: s = max |row| / 127 (1 for a row of zeros)."""
+    check_tensor(weight, "weight", ranks=(2,))
+    weight = weight.float()
+    scale = weight.abs().amax(dim=1) / 127  # (rows,)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # a row of zeros stays zeros
+    return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+def dequantize_rows(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """The float32 weights the int8 values stand for: scale[r] * values[r] for each row r."""
+    if not isinstance(values, torch.Tensor) or values.dtype != torch.int8 or values.dim() != 2:
+        raise TypeError(bilingual(
+            f"values must be the int8 matrix (rows, cols) that quantize_rows returns, got {_shown(values)}.",
+            f"values 必须是 quantize_rows 返回的 int8 矩阵 (rows, cols)，实际是 {_shown(values)}。"))
+    check_tensor(scale, "scale", ranks=(1,))
+    if scale.shape[0] != values.shape[0]:
+        raise ValueError(bilingual(
+            f"scale must hold one number per row of values ({values.shape[0]}), got {scale.shape[0]}.",
+            f"scale 必须为 values 的每一行给一个数（共 {values.shape[0]} 个），实际有 {scale.shape[0]} 个。"))
+    return values.float() * scale.float()[:, None]
+
+
+class Int8Linear(nn.Module):
+    """A linear layer without bias whose weight is stored as int8 rows and a scale per row (1 byte a weight)."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        if not isinstance(linear, nn.Linear) or linear.bias is not None:
+            raise TypeError(bilingual(
+                f"Int8Linear takes an nn.Linear without bias, got {type(linear).__name__}.",
+                f"Int8Linear 只接受不带偏置的 nn.Linear，实际是 {type(linear).__name__}。"))
+        values, scale = quantize_rows(linear.weight.detach())
+        self.register_buffer("values", values)  # (out, in) int8
+        self.register_buffer("scale", scale)  # (out,) float32
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in) times the int8 rows, each scaled: torch's int8 weight kernel, in x's dtype (float32 or bfloat16)."""
+        flat = x.reshape(-1, self.in_features)
+        out = torch._weight_int8pack_mm(flat, self.values, self.scale.to(x.dtype))  # (N, out)
+        return out.reshape(*x.shape[:-1], self.out_features)
+
+
+def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None) -> nn.Module:
+    """A copy of `model` with its weights in `format` ('float32', 'bfloat16' or 'int8'); the original is untouched.
+
+    'bfloat16' turns every weight and so every activation into bfloat16. 'int8' stores every
+    nn.Linear's weight as int8 rows with a scale each (Int8Linear); the embedding, which doubles as
+    the output layer, and the norms stay in `compute` (default bfloat16, the fast kernel; float32
+    gives the slow but exact reference that tests compare with a dequantized float32 copy).
+    """
+    if format not in FORMATS:
+        raise ValueError(bilingual(
+            f"format must be one of {', '.join(FORMATS)}, got {format!r}.",
+            f"format 必须是 {'、'.join(FORMATS)} 之一，实际是 {format!r}。"))
+    if not isinstance(model, nn.Module):
+        raise TypeError(bilingual(
+            f"model must be a torch module (lesson 13's LlamaModel), got {type(model).__name__}.",
+            f"model 必须是 torch 模块（第 13 课的 LlamaModel），实际是 {type(model).__name__}。"))
+    compute = torch.bfloat16 if compute is None and format != "float32" else compute or torch.float32
+    if compute not in COMPUTE or (format != "int8" and compute != getattr(torch, format)):
+        raise ValueError(bilingual(
+            f"compute must be torch.float32 or torch.bfloat16 (and only int8 may differ from its format), got {compute}.",
+            f"compute 必须是 torch.float32 或 torch.bfloat16（只有 int8 可以与格式不同），实际是 {compute}。"))
+    converted = copy.deepcopy(model).to(compute)
+    if format == "int8":
+        _replace_linears(converted)
+    return converted.eval().requires_grad_(False)
+
+
+def dequantized(model: nn.Module) -> nn.Module:
+    """A float32 copy of an int8 model with every Int8Linear back as nn.Linear holding scale * values: the reference."""
+    copied = copy.deepcopy(model).float()
+    for name, module in list(copied.named_modules()):
+        for child_name, child in list(module.named_children()):
+            if isinstance(child, Int8Linear):
+                linear = nn.Linear(child.in_features, child.out_features, bias=False)
+                linear.weight = nn.Parameter(dequantize_rows(child.values, child.scale), requires_grad=False)
+                setattr(module, child_name, linear)
+    return copied.eval()
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of the weights a forward reads: every parameter and every buffer (int8 values and their scales)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(bilingual(f"model must be a torch module, got {type(model).__name__}.",
+                                  f"model 必须是 torch 模块，实际是 {type(model).__name__}。"))
+    tensors = list(model.parameters()) + list(model.buffers())
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _replace_linears(model: nn.Module) -> None:
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(module, name, Int8Linear(child))
+
+
+def _shown(x: object) -> str:
+    return f"{x.dtype} {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__

@@ -1,0 +1,101 @@
+"""Weights in fewer bytes (lesson 14): int8 rows with a scale each, checked by hand and against a dequantized float32 copy.
+
+References: a row quantized by hand; the rounding bound (each weight within half a step, s / 2, of
+the original); nn.Linear holding scale * values in float32 (the dequantized copy), which an int8
+model computing in float32 must match to float32 rounding (1e-3 on logits, as test_llama.py; measured
+about 1e-4); the byte count from the parameter count by hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from attention_utils.inference.generation import generate
+from attention_utils.inference.kv_cache import KVCache
+from attention_utils.inference.weight_formats import (
+    Int8Linear, dequantize_rows, dequantized, quantize_rows, to_format, weight_bytes,
+)
+from attention_utils.models.llama import model_inputs
+from contract_helpers import assert_contract_error
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_one_row_by_hand():
+    values, scale = quantize_rows(torch.tensor([[1.0, -2.0, 0.5], [0.0, 0.0, 0.0]]))
+    assert scale.tolist() == pytest.approx([2 / 127, 1.0])
+    # 1 / (2/127) = 63.5 rounds to the even 64; 0.5 / (2/127) = 31.75 rounds to 32
+    assert values.tolist() == [[64, -127, 32], [0, 0, 0]]
+    assert values.dtype == torch.int8
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 8), cols=st.integers(1, 40), seed=st.integers(0, 2**16), size=st.floats(1e-3, 1e3))
+def test_rounding_error_is_at_most_half_a_step(rows, cols, seed, size):
+    weight = torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed)) * size
+    values, scale = quantize_rows(weight)
+    error = (dequantize_rows(values, scale) - weight).abs()
+    assert (error <= scale[:, None] / 2 * (1 + 1e-5)).all()
+    assert values.abs().max() == 127  # the largest weight of each row uses the whole range
+
+
+def test_int8_linear_equals_the_dequantized_weights():
+    linear = nn.Linear(64, 48, bias=False)
+    x = torch.randn(2, 5, 64)
+    reference = x @ dequantize_rows(*quantize_rows(linear.weight.detach())).T
+    torch.testing.assert_close(Int8Linear(linear)(x), reference, rtol=1e-5, atol=1e-5)
+    # bfloat16 activations: 8 bits of mantissa, so about 1% of the size of a sum
+    fast = Int8Linear(linear)(x.bfloat16()).float()
+    assert (fast - reference).abs().max() <= 0.02 * reference.abs().max()
+
+
+def test_int8_model_equals_its_dequantized_float32_copy(smollm2):
+    model, tokenizer = smollm2
+    ids = model_inputs(tokenizer, "Once upon a time, there was a little")
+    int8 = to_format(model, "int8", torch.float32)
+    with torch.no_grad():
+        largest = (int8(ids) - dequantized(int8)(ids)).abs().max().item()
+    assert largest < 1e-3
+    assert isinstance(model.blocks[0].feed_forward.up, nn.Linear), "the original model must stay float32"
+    assert model.token_embedding.weight.dtype == torch.float32
+
+
+def test_weight_bytes_by_hand(smollm2):
+    model, _ = smollm2
+    c = model.config
+    per_layer = {"qkv": (c.num_heads + 2 * c.num_kv_heads) * c.head_dim, "out": c.d_model, "gate": c.d_ff,
+                 "up": c.d_ff, "down": c.d_model}  # rows of each linear layer
+    inputs = {"qkv": c.d_model, "out": c.d_model, "gate": c.d_model, "up": c.d_model, "down": c.d_ff}
+    linear = c.num_layers * sum(per_layer[k] * inputs[k] for k in per_layer)
+    rows = c.num_layers * sum(per_layer.values())
+    rest = c.vocab_size * c.d_model + (2 * c.num_layers + 1) * c.d_model  # embedding, norms
+    assert weight_bytes(model) == 4 * (linear + rest)
+    assert weight_bytes(to_format(model, "bfloat16")) == 2 * (linear + rest)
+    assert weight_bytes(to_format(model, "int8")) == linear + 4 * rows + 2 * rest
+
+
+@pytest.mark.parametrize("format", ["bfloat16", "int8"])
+def test_the_fewer_bytes_still_answer_paris(smollm2, format):
+    model, tokenizer = smollm2
+    ids = model_inputs(tokenizer, "The capital of France is")
+    tokens = generate(to_format(model, format), ids, 2, KVCache(model.config.num_layers)).tokens
+    assert tokenizer.decode(tokens[0, ids.shape[1]:]) == " Paris."
+
+
+def test_contract(smollm2):
+    model, _ = smollm2
+    assert_contract_error(lambda: quantize_rows([[1.0]]), "weight", kind=TypeError)
+    assert_contract_error(lambda: quantize_rows(torch.ones(3)), "weight", kind=ValueError)
+    assert_contract_error(lambda: quantize_rows(torch.tensor([[float("nan")]])), "weight", kind=ValueError)
+    assert_contract_error(lambda: dequantize_rows(torch.ones(2, 2), torch.ones(2)), "values", kind=TypeError)
+    assert_contract_error(lambda: dequantize_rows(torch.ones(2, 2, dtype=torch.int8), torch.ones(3)), "scale",
+                          kind=ValueError)
+    assert_contract_error(lambda: to_format(model, "int4"), "format", kind=ValueError)
+    assert_contract_error(lambda: to_format("model", "int8"), "model", kind=TypeError)
+    assert_contract_error(lambda: to_format(model, "bfloat16", torch.float32), "compute", kind=ValueError)
+    assert_contract_error(lambda: Int8Linear(nn.Linear(2, 2)), "Int8Linear", kind=TypeError)
+    assert_contract_error(lambda: weight_bytes(None), "model", kind=TypeError)
