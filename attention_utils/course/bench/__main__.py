@@ -6,6 +6,7 @@
     python -m attention_utils.course.bench --kernel   # only lesson 9's kernel memory: explicit vs tiled vs SDPA
     python -m attention_utils.course.bench --same-process --check   # only redo the same-process comparison
     python -m attention_utils.course.bench --decode   # only lesson 12's decoding: KV cache, GQA, window, FlexAttention
+    python -m attention_utils.course.bench --model    # only lesson 14's real model: formats, batches, roofs (figures/bench_model.json)
 
 A full run saves what the lessons and the README quote in figures/bench_results.json,
 figures/bench_kernel.json and figures/bench_decode.json (committed), and draws every figure in
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", action="store_true", help="only measure lesson 9's kernels into figures/bench_kernel.json")
     parser.add_argument("--decode", action="store_true",
                         help="only the decode benchmark (lesson 12) into figures/bench_decode.json (with --quick: build/bench/quick/)")
+    parser.add_argument("--model", action="store_true",
+                        help="only lesson 14's real-model bench into figures/bench_model.json (with --quick: build/bench/quick/)")
     parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
@@ -53,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         decoded = run_decode(DECODE_QUICK if args.quick else DECODE_FULL, args.threads, out, args.quick, args.replot)
         print(f"decode results in {out if args.quick else SAVED_DECODE}; {time.perf_counter() - began:.0f} s")
         return finish(decoded["checks"] if args.check else [])
+    if args.model:
+        from .model_formats import main as model_main  # loads the real model and transformers: only when asked
+
+        return model_main((["--quick"] if args.quick else []) + ["--threads", str(args.threads)])
     if args.kernel:
         save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
         print(f"kernel results in {SAVED_KERNEL}; {time.perf_counter() - began:.0f} s")
