@@ -120,3 +120,30 @@ def flex_summary(results: dict, language: str = "en") -> str:
             "visits {visited} of the {causal} tiles on or below the diagonal. Compiled: {flex:.1f} ms; the same kernel "
             "visiting every causal tile: {all_tiles:.1f} ms ({skip:.1f}x as long); SDPA with a boolean window mask: "
             "{mask:.1f} ms ({dense:.1f}x as long); causal SDPA without a window: {sdpa:.1f} ms.").format(**values)
+
+
+# Lesson 14: the real model's decode in three weight formats, batches and the two roofs
+# (make bench BENCH_ARGS=--model, or python -m attention_utils.course.bench --model).
+SAVED_MODEL = ROOT / "figures" / "bench_model.json"
+
+
+def model_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 14 quotes: per variant, weight bytes, ms per decode step at batch 1, ms per prefill, speed."""
+    from .language import table  # imported here so reading JSON stays stdlib-only
+
+    decode, prefill, sizes = results["decode_ms"], results["prefill_ms"], results["bytes"]
+    quality = results["quality"]
+    headers = (["变体", "权重（MB）", "解码一步（毫秒）", "预填充（毫秒）", "速度（相对 float32）", "贪心一致率", "困惑度比"]
+               if language == "zh" else
+               ["variant", "weights (MB)", "decode step (ms)", "prefill (ms)", "speed vs float32", "greedy agreement",
+                "perplexity ratio"])
+    rows = []
+    for name in decode:
+        fmt = name.removeprefix("package_")
+        shown = sizes.get(fmt, sizes["float32"]) / 1e6
+        found = quality.get(fmt, {})
+        rows.append([name, f"{shown:.0f}", f"{decode[name]:.0f}", f"{prefill[name]:.0f}" if name in prefill else "-",
+                     f"{decode['package_float32'] / decode[name]:.2f}x",
+                     f"{found['tokens_agreeing']:.0%}" if found else "-",
+                     f"{found['perplexity_vs_float32']:.3f}" if found else "-"])
+    return table(headers, rows)

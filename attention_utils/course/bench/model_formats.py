@@ -25,10 +25,9 @@ from ...inference.kv_cache import KVCache
 from ...inference.weight_formats import FORMATS, to_format, weight_bytes
 from ...models.gguf_file import find_model_file
 from ...models.llama import load_smollm2
-from ...results import ROOT
+from ...results import ROOT, SAVED_MODEL
 from .harness import environment
 
-SAVED_MODEL = ROOT / "figures" / "bench_model.json"
 # Prompts the lesson never tunes on, and a held-out text for perplexity (written for this bench).
 HELD_OUT = ["The largest ocean on Earth is", "A recipe for bread needs flour, water and",
             "In 1969, the first people to walk on the Moon", "def fibonacci(n):\n    if n <", "My favourite season is autumn because",
@@ -169,6 +168,7 @@ def run(quick: bool, threads: int) -> dict:
     results["cost"] = {"decode": vars(forward_cost(model.config, 1, prompt_length)) | {"intensity": forward_cost(model.config, 1, prompt_length).intensity},
                        "prefill": vars(forward_cost(model.config, prompt_length)) | {"intensity": forward_cost(model.config, prompt_length).intensity}}
     results["quality"] = quality(models, tokenizer, 8 if quick else 64)
+    results["roofline"] = roofline_points(results, model.config)
     results["summary"] = summary(results)
     return results
 
@@ -186,20 +186,88 @@ def summary(results: dict) -> dict:
     }
 
 
+def roofline_points(results: dict, config) -> list[dict]:
+    """Each measured run as (arithmetic intensity, GFLOP/s achieved): decode at every batch and format, and the prefill."""
+    length, per_weight = results["prompt_length"], {"float32": 4, "bfloat16": 2}
+    points = []
+    for name, per_batch in results["batches"].items():
+        for batch, ms in per_batch.items():
+            cost = forward_cost(config, 1, length, batch=int(batch), bytes_per_weight=per_weight[name])
+            points.append({"label": f"decode {name} B={batch}", "intensity": cost.intensity, "gflop_s": cost.flops / ms / 1e6})
+    int8 = forward_cost(config, 1, length)
+    int8_bytes = results["bytes"]["int8"] + int8.cache_bytes
+    points.append({"label": "decode int8 B=1", "intensity": int8.flops / int8_bytes,
+                   "gflop_s": int8.flops / results["decode_ms"]["package_int8"] / 1e6})
+    prefill = forward_cost(config, length)
+    points.append({"label": f"prefill float32 T={length}", "intensity": prefill.intensity,
+                   "gflop_s": prefill.flops / results["prefill_ms"]["package_float32"] / 1e6})
+    return points
+
+
+def plot_roofline(results: dict, folder: Path, language: str) -> Path:
+    """The roofline figure: the two measured roofs and every measured point, log-log, in `language`."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ...plotting import set_language, text
+
+    set_language(language)
+    roof, points = results["roofs"], results["roofline"]
+    figure = Figure(figsize=(8, 5))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    xs = [0.1, 1000.0]
+    ridge = roof["matmul_gflop_s"] / roof["bandwidth_gb_s"]
+    axes.plot([xs[0], ridge, xs[1]], [roof["bandwidth_gb_s"] * xs[0], roof["matmul_gflop_s"], roof["matmul_gflop_s"]],
+              color="black", label=text("roofs measured here", "本机测得的两道屋顶"))
+    for point in points:
+        colour = "crimson" if "prefill" in point["label"] else ("tab:blue" if "float32" in point["label"] else
+                                                                 "tab:green" if "bfloat16" in point["label"] else "tab:orange")
+        axes.scatter(point["intensity"], point["gflop_s"], color=colour, zorder=3)
+        label = point["label"].replace("decode", text("decode", "解码")).replace("prefill", text("prefill", "预填充"))
+        axes.annotate(label, (point["intensity"], point["gflop_s"]), fontsize=7, textcoords="offset points",
+                      xytext=(4, -9 if "bfloat16" in label else 3))  # bfloat16's labels below, float32's above
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel(text("arithmetic intensity (FLOPs per byte read)", "算术强度（每读一个字节做的浮点运算次数）"))
+    axes.set_ylabel(text("GFLOP/s achieved", "实际达到的 GFLOP/s"))
+    env = results["environment"]
+    axes.set_title(text(f"SmolLM2-135M on {env['cpu']}, {env['threads']} thread(s)",
+                        f"SmolLM2-135M，{env['cpu']}，{env['threads']} 个线程"), fontsize=9)
+    axes.legend(loc="lower right")
+    path = folder / f"bench_model_{language}.png"
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attention_utils.course.bench.model_formats", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run into build/bench/quick/")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--replot", action="store_true", help="redraw the figures from the saved JSON")
     args = parser.parse_args(argv)
+    if args.replot:
+        return replot(args.out or SAVED_MODEL)
     out = args.out or (ROOT / "build" / "bench" / "quick" / "bench_model.json" if args.quick else SAVED_MODEL)
     began = time.perf_counter()
     results = run(args.quick, args.threads)
     results["seconds"] = time.perf_counter() - began
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    replot(out)
     print(json.dumps(results["summary"], indent=1))
     print(f"saved {out}; {results['seconds']:.0f} s")
+    return 0
+
+
+def replot(saved: Path) -> int:
+    """Draw the roofline figure in both languages next to the JSON, from the JSON alone."""
+    from ...language import LANGUAGES
+
+    results = json.loads(saved.read_text(encoding="utf-8"))
+    for language in LANGUAGES:
+        print(plot_roofline(results, saved.parent, language))
     return 0
 
 
