@@ -171,7 +171,8 @@ class FusedMultiHeadAttention(nn.Module):
         return self.out_proj(context.transpose(1, 2).reshape(b, num_tokens, self.d_out))  # (b, T, d_out)
 
     def forward(
-        self, x: torch.Tensor, padding_mask: torch.Tensor | None = None, *, cache: LayerCache | None = None
+        self, x: torch.Tensor, padding_mask: torch.Tensor | None = None, *, cache: LayerCache | None = None,
+        prepared: tuple | None = None,
     ) -> torch.Tensor:
         """Causal attention over x (b, T, d_in); `padding_mask` (b, T) is True at padding tokens to ignore.
 
@@ -183,7 +184,13 @@ class FusedMultiHeadAttention(nn.Module):
         With a `cache` (lesson 12), x holds only the new tokens: they sit at positions cache.position,
         cache.position + 1, ..., their keys and values join the cache, and their queries attend to
         everything the cache keeps for them.
+
+        `prepared` is for a model of many layers only (lesson 13's LlamaModel passes it; leave it None):
+        (rotary tables, SDPA mask) built once per call, which skips this layer's checks (see _step).
+        Going through forward keeps hooks working (lesson 13's head measurements hook each attention).
         """
+        if prepared is not None:  # a model (LlamaModel) checked its input and built these once for all its layers
+            return self._step(x, cache, *prepared)  # (output, probe): see _step
         self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape

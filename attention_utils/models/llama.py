@@ -106,16 +106,14 @@ class DecoderBlock(nn.Module):
         self.feed_forward_norm = RMSNorm(config.d_model, config.norm_eps)
         self.feed_forward = SwiGLU(config.d_model, config.d_ff)
 
-    def forward(self, x: torch.Tensor, *, cache: LayerCache | None = None) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), cache=cache)
-        return x + self.feed_forward(self.feed_forward_norm(x))
-
-    def _step(
-        self, x: torch.Tensor, cache: LayerCache | None, rotation: tuple[torch.Tensor, torch.Tensor],
-        attn_mask: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """forward without the attention's checks, for LlamaModel, which checks once (see FusedMultiHeadAttention._step)."""
-        attended, probe = self.attention._step(self.attention_norm(x), cache, rotation, attn_mask)
+    def forward(
+        self, x: torch.Tensor, *, cache: LayerCache | None = None, prepared: tuple | None = None
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """x after the block; with `prepared` (LlamaModel's rotary tables and mask), (x, probe) without the checks."""
+        if prepared is None:
+            x = x + self.attention(self.attention_norm(x), cache=cache)
+            return x + self.feed_forward(self.feed_forward_norm(x))
+        attended, probe = self.attention(self.attention_norm(x), cache=cache, prepared=prepared)
         x = x + attended
         return x + self.feed_forward(self.feed_forward_norm(x)), probe
 
@@ -155,10 +153,11 @@ class LlamaModel(nn.Module):
         x = self.token_embedding(tokens)  # (b, T, d_model)
         probes = []
         for i, block in enumerate(self.blocks):
-            x, probe = block._step(x, None if cache is None else cache[i], rotation, attn_mask)
+            x, probe = block(x, cache=None if cache is None else cache[i], prepared=(rotation, attn_mask))
             probes.append(probe)
         logits = self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
-        check_result(self, torch.stack(probes))  # NaN or inf weights in a QKV projection, which SDPA may hide
+        if probes:  # NaN or inf weights in a QKV projection, which SDPA may hide
+            check_result(self, torch.stack(probes))
         return check_result(self, logits)
 
     def _attention_inputs(
