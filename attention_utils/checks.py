@@ -2,8 +2,9 @@
 
 The contract of the package, argument by argument. Each rule is checked before any work or side
 effect; a broken rule raises `TypeError` (wrong kind of thing) or `ValueError` (right kind, wrong
-size or value), and the message has two lines, English then Chinese, both naming the argument the
-caller passed (`d_model` for the tiny model, `block_size` for tiled attention, never an inner name).
+size or value), and the message has two lines, English then Chinese (Chinese first while the
+package's `language` is "zh"), both naming the argument the caller passed (`d_model` for the tiny
+model, `block_size` for tiled attention, never an inner name).
 A value echoed in a message is shown on one line (a tensor by its dtype and shape).
 
 Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`, `logits`):
