@@ -153,7 +153,7 @@ def check_attention_bytes(answer: object) -> None:
         expected // 2**30: ("Give the answer in bytes, not GiB.", "请用字节表示答案，而不是 GiB。"),
         expected // 2**20: ("Give the answer in bytes, not MiB.", "请用字节表示答案，而不是 MiB。"),
     }
-    en, zh = hints.get(value, ("Multiply batch × heads × T × T × bytes per number.", "请计算 批大小 × 头数 × T × T × 每个数的字节数。"))
+    en, zh = hints.get(value, ("Multiply batch × heads × T × T × bytes per number.", "请计算：批大小 × 头数 × T × T × 每个数的字节数。"))
     feedback(False, en, zh)
 
 
