@@ -14,16 +14,7 @@ import operator
 import numpy as np
 import torch
 
-
-def bilingual(english: str, chinese: str) -> str:
-    """Join an English and a Chinese sentence into the two-line message used across the package.
-
-    The line in the learner's language comes first: English then Chinese, or Chinese then English
-    while `language` is "zh" (what a Chinese lesson prints follows `language`, errors included).
-    """
-    from .language import get_language  # imported here: the language module imports this one
-
-    return f"{chinese}\n{english}" if get_language() == "zh" else f"{english}\n{chinese}"
+from .language import bilingual
 
 
 def shown(value: object, chinese: bool = False) -> str:

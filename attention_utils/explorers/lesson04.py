@@ -1,4 +1,4 @@
-"""Lesson 4's explorer: the weights that fresh random W_q and W_k give, and whether the scores and the weights are symmetric."""
+"""Lesson 4's explorer: the weights fresh random W_q and W_k give, and whether scores and weights are symmetric."""
 
 from __future__ import annotations
 
