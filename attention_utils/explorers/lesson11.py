@@ -52,7 +52,8 @@ def _arrow(ax: Axes, pair: torch.Tensor, color: str, label: str | None = None, f
     if label:
         length = max(math.hypot(x, y), 1e-12)
         reach = 1.16 if radius is None else (length + 0.25 * radius) / length
-        ax.text(reach * x, reach * y, label, color=color, ha="center", va="center", fontsize=9)
+        side = "center" if radius is None else ("left" if x >= 0 else "right")  # text grows away from the arrow
+        ax.text(reach * x, reach * y, label, color=color, ha=side, va="center", fontsize=9)
 
 
 def draw_turned_tokens(pairs: torch.Tensor, tokens: Sequence[str], head_dim: int = 64, base: float = 10000.0) -> Figure:
@@ -124,7 +125,8 @@ def draw_pair_parts(parts: torch.Tensor, trained_length: int, peak: int, shown_p
     ax.axvspan(-0.5, trained_length - 0.5, color="gold", alpha=0.25,
                label=text(f"offsets seen in training (0 to {trained_length - 1})", f"训练中见过的位置差（0 到 {trained_length - 1}）"))
     for pair in range(shown_pairs):
-        ax.plot(offsets, parts[:, pair].tolist(), color=PALETTE[pair], label=text(f"pair {pair}", f"特征对 {pair}"))
+        ax.plot(offsets, parts[:, pair].tolist(), color=PALETTE[pair], linewidth=1, label=text(f"pair {pair}", f"特征对 {pair}"))
+        ax.plot([1, peak], parts[[1, peak], pair].tolist(), "o", color=PALETTE[pair], markersize=7)  # the two heights to compare
     ax.plot(offsets, parts[:, shown_pairs:].sum(-1).tolist(), color="gray", linestyle=":",
             label=text(f"pairs {shown_pairs} to {parts.shape[1] - 1} together", f"特征对 {shown_pairs} 到 {parts.shape[1] - 1} 合计"))
     for offset in (1, peak):
