@@ -1,8 +1,8 @@
-"""ALiBi (Press et al. 2022, "Train Short, Test Long"): no position vectors, a penalty on each score that grows with distance.
+"""ALiBi (Press et al. 2022): no position vectors, but a penalty on each score that grows with distance.
 
-Head h subtracts slope_h * |m - n| from the score of query m and key n. The penalty depends only on
-the offset, as rotary positions do, but it only ever grows with distance: a far key can never look
-like a near one, at any length. Lesson 11 measures it beside the other kinds of positions.
+The paper is "Train Short, Test Long". Head h subtracts slope_h * |m - n| from the score of query m
+and key n. The penalty depends only on the offset, as rotary positions do, but it only ever grows
+with distance: a far key can never look like a near one, at any length. Lesson 11 measures it beside the other kinds of positions.
 """
 
 from __future__ import annotations

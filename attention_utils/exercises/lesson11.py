@@ -1,5 +1,4 @@
-"""Checkers for lesson 11: turn one pair by hand, predict how fast pairs turn, reorder rows for the halves layout,
-and write the rotation with complex numbers."""
+"""Checkers for lesson 11: a pair turned by hand, pair speeds, rows for halves, a rotation by complex numbers."""
 
 from __future__ import annotations
 
