@@ -168,7 +168,7 @@ def ntk_base(base: float, head_dim: int, factor: float) -> float:
         raise ValueError(
             bilingual(
                 "ntk_base needs head_dim of 4 or more: with one pair, the slowest pair is pair 0, whose speed no base changes.",
-                "ntk_base 要求 head_dim 至少为 4：只有一个特征对时，最慢的就是特征对 0，而任何底数都改变不了它的转速。",
+                "ntk_base 要求 head_dim 至少为 4：只有一个特征对时，最慢的就是特征对 0，而任何旋转底数都改变不了它的转速。",
             )
         )
     return base * factor ** (head_dim / (head_dim - 2))

@@ -213,5 +213,5 @@ def check_complex_rotation(rotate_complex: object) -> None:
     feedback(True, "Multiplying each pair by e^{j m θ_i} is the rotation of section 1: the same numbers as apply_rotary "
              "for heads of 8 and 6 features, bases 10000 and 100, positions 0 to 4 and 0, 7, 30. Meta's Llama code "
              "turns queries and keys this way.",
-             "把每个特征对乘以 e^{j m θ_i}，就是第 1 节的旋转：在 8 维和 6 维的头、底数 10000 和 100、位置 0 到 4 以及 "
+             "把每个特征对乘以 e^{j m θ_i}，就是第 1 节的旋转：在 8 维和 6 维的头、旋转底数 10000 和 100、位置 0 到 4 以及 "
              "0、7、30 上，都与 apply_rotary 给出相同的数值。Meta 的 Llama 代码就是这样转动查询和键的。")
