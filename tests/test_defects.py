@@ -596,7 +596,7 @@ def test_messages_read_as_chinese_written_for_chinese_readers():
 def test_explore_checks_its_drawing_function_and_controls(no_figures_left):
     import ipywidgets as widgets
 
-    from attention_utils.widgets import explore
+    from attention_utils.explorers.widgets import explore
 
     assert_contract_error(lambda: explore(42, step=widgets.IntSlider()), "draw", kind=TypeError)
     assert_contract_error(lambda: explore(lambda step: plt.figure(), step=3), "step", "IntSlider", kind=TypeError)

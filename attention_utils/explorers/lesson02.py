@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from ..language import text
 from ..plotting import plot_vectors_3d
-from ..widgets import explore
+from .widgets import explore
 
 
 def draw_arrows(inputs: torch.Tensor, tokens: Sequence[str], query: str = "journey") -> Figure:

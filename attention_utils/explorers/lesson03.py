@@ -11,7 +11,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 # One row of the √d_k experiment: (d_k, variance of q·k, (largest weight, gradient at the softmax input) raw,
 # the same scaled).

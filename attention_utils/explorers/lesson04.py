@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ..language import text
 from ..plotting import show_heatmaps
-from ..widgets import explore
+from .widgets import explore
 
 
 def random_matrix(init: str, shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor:

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 # tiled(queries, keys, values, block_q, block_k, causal, steps) -> output, appending to `steps` one dict per
 # tile: rows, cols (slices), skipped (bool), and max, sum, unnormalized (every query's m, ℓ and o after it).

@@ -15,7 +15,7 @@ from ..language import text
 from ..plotting import show_heatmaps
 from ..rotary import apply_rotary, rotary_frequencies
 from ..tiny_model import sinusoidal_positions
-from ..widgets import explore
+from .widgets import explore
 
 PALETTE = ["tab:blue", "tab:green", "tab:purple", "tab:cyan", "tab:brown", "tab:pink", "tab:gray", "tab:olive"]
 
