@@ -40,7 +40,7 @@ class RecurrentWorkload:
     calls: int
 
 
-RECURRENT_FULL = RecurrentWorkload(768, 12, (16, 64, 256, 1024, 4096, 16384, 65536), 30)
+RECURRENT_FULL = RecurrentWorkload(768, 12, (64, 256, 1024, 4096, 16384, 65536), 30)
 RECURRENT_QUICK = RecurrentWorkload(64, 4, (16, 64, 256), 5)
 
 

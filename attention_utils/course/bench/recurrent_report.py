@@ -48,7 +48,7 @@ def recurrent_markdown(results: dict) -> str:
     found = crossovers(results)
     head_dim = work["d_model"] // work["num_heads"]
     lines = [
-        f"Written by `make bench` on {env['date']}: {env['cpu']}, {env['threads']} threads, torch {env['torch']}. "
+        f"Written by `make bench` on {env['date']}: {env['cpu']}, {threads_en(env)}, torch {env['torch']}. "
         f"One layer of d_model {work['d_model']} with {work['num_heads']} heads of {head_dim}, batch 1, float32, random "
         "weights. For each context length T one fresh process fills a KV cache (softmax attention) and a state per head "
         f"(linear attention, delta rule) with the same T tokens, then times {work['calls']} decode steps of each layer in "
@@ -82,6 +82,11 @@ def markdown_table(results: dict) -> list[str]:
         lines.append(f"| {r['length']:,} | {r['softmax_ms']:.2f} | {r['linear_ms']:.2f} | {r['delta_ms']:.2f} | "
                      f"{r['softmax_bytes'] / MIB:.2f} | {r['linear_bytes'] / MIB:.2f} |")
     return lines
+
+
+def threads_en(env: dict) -> str:
+    """'1 thread', '2 threads'."""
+    return f"{env['threads']} thread" + ("" if env["threads"] == 1 else "s")
 
 
 def plot_recurrent(results: dict, folder: Path, language: str) -> Path:
@@ -120,7 +125,7 @@ def plot_recurrent(results: dict, folder: Path, language: str) -> Path:
         ax.legend(fontsize=8, loc="upper left")
     env, work = results["environment"], results["workload"]
     figure.suptitle(text(
-        f"One layer, d_model {work['d_model']}, {work['num_heads']} heads, batch 1; {env['threads']} threads, torch {env['torch']}",
+        f"One layer, d_model {work['d_model']}, {work['num_heads']} heads, batch 1; {threads_en(env)}, torch {env['torch']}",
         f"一个层，d_model {work['d_model']}，{work['num_heads']} 个头，批大小 1；{env['threads']} 个线程，torch {env['torch']}",
     ))
     path = folder / f"bench_recurrent_{language}.png"
