@@ -4,7 +4,8 @@ Two rooms, one package:
 - the teaching library (this folder): data; checks, arguments and devices (the input contract);
   functional and modules (attention, lessons 1-7); fused (lessons 8, 12, 13); tiled (lesson 9); tiny_model, tasks and
   training (lesson 10); rotary (lesson 11); kv_cache, grouped_query, sliding_window, flex_window
-  and generation (lesson 12); gguf_file, bpe_tokenizer, llama and head_scores (lesson 13);
+  and generation (lesson 12); gguf_file, bpe_tokenizer, llama and head_scores (lesson 13); the part
+  recurrent/ (lesson 16: linear attention, the delta rule, the recall task);
   language, plotting, widgets and environment; results (saved benchmark numbers); exercises/
   (checkers) and explorers/ (the lessons' interactive figures);
 - the workshop, `attention_utils.course`: copies, slides, site, figures and the benchmark. It
