@@ -118,7 +118,7 @@ class Mixer(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.rates = nn.Linear(d_model, 2 * num_heads) if kind in ("delta", "gated_delta") else None
         if self.rates is not None:
-            nn.init.constant_(self.rates.bias[num_heads:], 3.0)  # the gate starts near 1: remember, then learn to forget
+            nn.init.constant_(self.rates.bias[num_heads:], 5.0)  # α ≈ 0.993 at first: remember, then learn to forget
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
