@@ -57,3 +57,14 @@ def test_any_number_written_draws(written):
     figure = lesson16.draw_states(8, 3, written)
     assert len(figure.axes) >= 3
     plt.close("all")
+
+
+def test_rewritten_keys_defeat_linear_attention_but_not_the_delta_rule():
+    """Orthonormal keys (d_k = 8 >= 6), 12 pairs: every key written twice; the delta rule returns each latest value exactly."""
+    keys, values, ids = lesson16.recall_example(12, 8)
+    assert ids == [0, 1, 2, 3, 4, 5] * 2
+    torch.testing.assert_close(keys[:6] @ keys[:6].T, torch.eye(6, dtype=torch.float64))
+    states = lesson16.states_after(keys, values, 12)
+    seen_keys, seen_values = lesson16.latest(keys, values, ids, 12)
+    torch.testing.assert_close(seen_keys @ states["delta"].T, seen_values)
+    torch.testing.assert_close(seen_keys @ states["linear"].T, values[:6] + values[6:])  # old + new, by orthogonality

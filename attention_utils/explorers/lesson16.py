@@ -1,9 +1,11 @@
-"""Lesson 16's explorer: key–value pairs written one by one into a linear-attention state and a delta-rule state.
+"""Lesson 16's figures and explorer: key–value pairs written one by one into a linear-attention state and a delta-rule state.
 
-Both states are d_v × d_k matrices. After each write the explorer reads every key written so far
-back from each state, and counts a pair as recalled when the state's answer lies closer to that
-key's value than to any other value. With more pairs than d_k, keys can no longer be orthogonal,
-and even the delta rule starts to lose the older pairs.
+A pool of 6 keys is written in turn, each key again after 6 pairs with a new value, as a variable
+is given a new value in a program. After each write the explorer reads every key seen so far back
+from both states and counts the key as recalled when the answer lies closer to the key's latest
+value than to any other key's latest value. With d_k of 6 or more the keys are orthonormal: the
+delta rule recalls every latest value exactly, linear attention returns old and new value added
+together. With d_k below 6 the keys cannot all be orthogonal, and the delta rule loses some too.
 """
 
 from __future__ import annotations
@@ -19,14 +21,21 @@ from ..recurrent.recall import MODEL_NAMES
 from ..widgets import explore
 
 VALUE_SIZE = 4  # d_v: each value is a vector of 4 numbers
+POOL = 6  # distinct keys, written in turn
 
 
-def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unit keys (num_pairs, key_size) and values (num_pairs, VALUE_SIZE), random but repeatable."""
+def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Unit keys (num_pairs, key_size) cycling through POOL keys, values (num_pairs, VALUE_SIZE), and each pair's key id.
+
+    The pool's first min(POOL, key_size) keys are orthonormal; any others are random unit vectors.
+    """
     generator = torch.Generator().manual_seed(seed)
-    keys = torch.nn.functional.normalize(torch.randn(num_pairs, key_size, generator=generator, dtype=torch.float64), dim=-1)
+    basis = torch.linalg.qr(torch.randn(key_size, key_size, generator=generator, dtype=torch.float64)).Q
+    extra = torch.randn(max(0, POOL - key_size), key_size, generator=generator, dtype=torch.float64)
+    pool = torch.cat([basis.T[:POOL], torch.nn.functional.normalize(extra, dim=-1)])
+    ids = [i % POOL for i in range(num_pairs)]
     values = torch.randn(num_pairs, VALUE_SIZE, generator=generator, dtype=torch.float64)
-    return keys, values
+    return pool[ids], values, ids
 
 
 def states_after(keys: torch.Tensor, values: torch.Tensor, written: int) -> dict[str, torch.Tensor]:
@@ -39,6 +48,15 @@ def states_after(keys: torch.Tensor, values: torch.Tensor, written: int) -> dict
     return {"linear": linear, "delta": delta}
 
 
+def latest(keys: torch.Tensor, values: torch.Tensor, ids: list[int], written: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct keys seen in the first `written` pairs, and the value each was given last."""
+    last = {key_id: index for index, key_id in enumerate(ids[:written])}  # later writes win
+    order = sorted(last)
+    if not order:
+        return keys[:0], values[:0]
+    return keys[[last[i] for i in order]], values[[last[i] for i in order]]
+
+
 def recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     """(n,) True where reading key i returns an answer nearest to value i among the n values."""
     answers = keys @ state.T  # (n, d_v): S k for every key
@@ -47,35 +65,37 @@ def recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> t
 
 
 def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
-    """Both states as heatmaps, and for each pair written so far the error ‖S k − v‖ of each state."""
-    keys, values = recall_example(num_pairs, key_size)
+    """Both states as heatmaps, and for each key seen so far the error ‖S k − v‖ against its latest value."""
+    keys, values, ids = recall_example(num_pairs, key_size)
     written = min(written, num_pairs)
     states = states_after(keys, values, written)
+    seen_keys, seen_values = latest(keys, values, ids, written)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), width_ratios=(1, 1, 1.6), layout="constrained")
     limit = max(1.0, max(s.abs().max().item() for s in states.values()))
     names = {"linear": text("linear attention", "线性注意力"), "delta": text("delta rule", "delta 规则")}
+    count = len(seen_keys)
     for ax, (kind, state) in zip(axes, states.items()):
         image = ax.imshow(state.numpy(), cmap="RdBu", vmin=-limit, vmax=limit)
-        hits = recalled(state, keys[:written], values[:written]).sum().item() if written else 0
-        ax.set_title(text(f"{names[kind]}: {hits} of {written} recalled", f"{names[kind]}：{written} 对中回忆出 {hits} 对"),
+        hits = recalled(state, seen_keys, seen_values).sum().item() if count else 0
+        ax.set_title(text(f"{names[kind]}: {hits} of {count} keys recalled", f"{names[kind]}：{count} 个键中回忆出 {hits} 个"),
                      fontsize=10)
         ax.set_xlabel(text("key feature (d_k)", "键的特征（d_k）"))
         ax.set_ylabel(text("value feature (d_v)", "值的特征（d_v）"))
         fig.colorbar(image, ax=ax, shrink=0.7)
     bars = axes[2]
-    positions = torch.arange(written)
+    positions = torch.arange(count)
     for offset, (kind, state) in zip((-0.2, 0.2), states.items()):
-        errors = (keys[:written] @ state.T - values[:written]).norm(dim=1) if written else torch.zeros(0)
+        errors = (seen_keys @ state.T - seen_values).norm(dim=1) if count else torch.zeros(0)
         bars.bar((positions + offset).numpy(), errors.numpy(), width=0.4, label=names[kind])
-    bars.set_xticks(range(written), [str(i + 1) for i in range(written)])
-    bars.set_xlabel(text("pair (in the order written)", "键值对（按写入顺序）"))
+    bars.set_xticks(range(count), [text(f"key {i}", f"键 {i}") for i in range(count)])
     bars.set_ylabel("‖S k − v‖")
-    bars.set_title(text(f"error of each answer; d_k = {key_size}", f"每个回答的误差；d_k = {key_size}"), fontsize=10)
+    bars.set_title(text(f"error against each key's latest value; d_k = {key_size}",
+                        f"与每个键最新的值之间的误差；d_k = {key_size}"), fontsize=10)
     bars.legend(fontsize=8, loc="upper left")
     return fig
 
 
-def show_states(num_pairs: int = 8, key_size: int = 4, written: int = 3) -> None:
+def show_states(num_pairs: int = 12, key_size: int = 8, written: int = 9) -> None:
     """The explorer: how many pairs are written, and the key size d_k."""
     explore(
         lambda written, key_size: draw_states(num_pairs, key_size, written),
