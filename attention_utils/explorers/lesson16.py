@@ -1,4 +1,4 @@
-"""Lesson 16's figures and explorer: key–value pairs written one by one into a linear-attention state and a delta-rule state.
+"""Lesson 16's explorer and figures: pairs written into a linear-attention state and a delta-rule state.
 
 A pool of 6 keys is written in turn, each key again after 6 pairs with a new value, as a variable
 is given a new value in a program. After each write the explorer reads every key seen so far back
