@@ -134,3 +134,10 @@ def test_training_checks_its_numbers():
     assert_contract_error(lambda: train_recall(model, task, 2, -1), "seed")
     assert_contract_error(lambda: train_recall(model, task, 2, 0, learning_rate=0.0), "learning_rate")
     assert_contract_error(lambda: recall_accuracy(model, task, 2, "x"), "seed")
+
+
+@pytest.mark.parametrize("name, bad", [("beta", -0.5), ("beta", 2.0), ("beta", "1"), ("beta", None), ("decay", 0.0),
+                                       ("decay", 1.5), ("decay", float("nan"))], ids=repr)
+def test_delta_rule_step_checks_its_rates(name, bad):
+    rates = {"beta": 1.0, "decay": 1.0, name: bad}
+    assert_contract_error(lambda: delta_rule_step(torch.zeros(4, 3), torch.rand(3), torch.rand(4), **rates), name)

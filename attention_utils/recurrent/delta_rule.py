@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_tensor
+from ..checks import bilingual, check_real, check_tensor
 from .linear_attention import check_qkv
 
 
@@ -67,7 +67,24 @@ def delta_rule_step(
     state = check_tensor(state, "state", ranks=(2, 3, 4))
     key = check_tensor(key, "key", ranks=(1, 2, 3), last_dim=state.shape[-1], last_name="d_k")
     value = check_tensor(value, "value", ranks=(1, 2, 3), last_dim=state.shape[-2], last_name="d_v")
-    return _step(state, key, value, torch.as_tensor(beta, dtype=state.dtype), torch.as_tensor(decay, dtype=state.dtype))
+    beta = _check_step_rate(beta, "beta", state, low_open=False)
+    decay = _check_step_rate(decay, "decay", state, low_open=True)
+    return _step(state, key, value, beta, decay)
+
+
+def _check_step_rate(rate: object, name: str, state: torch.Tensor, low_open: bool) -> torch.Tensor:
+    """β or α of one step: a real number, or a tensor of one number per state (its leading sizes), within range."""
+    if isinstance(rate, torch.Tensor):
+        rate = check_tensor(rate, name, ranks=(0, 1, 2))
+    else:
+        rate = torch.tensor(check_real(rate, name, "0.5"), dtype=state.dtype)
+    rate = rate.to(state.dtype)
+    low = rate <= 0 if low_open else rate < 0
+    if bool((low | (rate > 1)).any()):
+        interval = "(0, 1]" if low_open else "[0, 1]"
+        raise ValueError(bilingual(f"`{name}` must lie in {interval}, got {rate.flatten()[0].item():.3g}.",
+                                   f"`{name}` 必须在 {interval} 之内，实际是 {rate.flatten()[0].item():.3g}。"))
+    return rate
 
 
 def _step(state: torch.Tensor, key: torch.Tensor, value: torch.Tensor, beta: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
