@@ -7,6 +7,7 @@ The folder a module sits in names the part of the series it serves:
 - `inference/`, attention at inference time (lessons 12, 14, 15): kv_cache, grouped_query, sliding_window,
   flex_window, generation;
 - `models/`, a real language model (lesson 13): gguf_file, bpe_tokenizer, llama, head_scores;
+- `recurrent/`, layers with a fixed-size state (lesson 16): linear_attention, delta_rule, recall;
 - `explorers/` (with their shared frame, `explorers/widgets`) and `exercises/`: one module per lesson.
 A module imports only from its own part and earlier ones. The workshop, `attention_utils.course` (copies, slides,
 site, figures, the benchmark), imports the library; the library never imports it. The README maps every lesson to

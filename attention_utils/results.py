@@ -120,3 +120,64 @@ def flex_summary(results: dict, language: str = "en") -> str:
             "visits {visited} of the {causal} tiles on or below the diagonal. Compiled: {flex:.1f} ms; the same kernel "
             "visiting every causal tile: {all_tiles:.1f} ms ({skip:.1f}x as long); SDPA with a boolean window mask: "
             "{mask:.1f} ms ({dense:.1f}x as long); causal SDPA without a window: {sdpa:.1f} ms.").format(**values)
+
+
+# Lesson 16: one decode step, KV cache against a fixed state (make bench, or python -m attention_utils.course.bench --recurrent).
+SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"
+
+
+def recurrent_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 16 quotes: ms per decode step and bytes kept, by context length, for the three layers."""
+    from .language import table
+
+    headers = (["T", "softmax + 缓存（毫秒）", "线性注意力（毫秒）", "delta 规则（毫秒）", "缓存（MiB）", "状态（MiB）"]
+               if language == "zh" else
+               ["T", "softmax + cache (ms)", "linear attention (ms)", "delta rule (ms)", "cache (MiB)", "state (MiB)"])
+    rows = [[f"{r['length']:,}", f"{r['softmax_ms']:.2f}", f"{r['linear_ms']:.2f}", f"{r['delta_ms']:.2f}",
+             f"{r['softmax_bytes'] / 2**20:.2f}", f"{r['linear_bytes'] / 2**20:.2f}"]
+            for r in sorted(results["rows"], key=lambda r: r["length"])]
+    return table(headers, rows)
+
+
+def crossovers(results: dict) -> dict:
+    """Where the cache starts to cost more than the delta rule's state: in bytes (exact) and in time (interpolated).
+
+    memory: the T at which 2 × T × d_model × 4 bytes of cache equal the state's bytes. time: the first
+    pair of measured lengths between which the softmax step becomes slower than the delta-rule step,
+    interpolated on log axes (None if it never does, or is slower from the first length on).
+    """
+    rows = sorted(results["rows"], key=lambda r: r["length"])
+    d_model = results["workload"]["d_model"]
+    memory = rows[0]["delta_bytes"] / (2 * d_model * 4)
+    when = None
+    for before, after in zip(rows, rows[1:]):
+        gap_before = math.log(before["softmax_ms"] / before["delta_ms"])
+        gap_after = math.log(after["softmax_ms"] / after["delta_ms"])
+        if gap_before < 0 <= gap_after:
+            share = -gap_before / (gap_after - gap_before)
+            when = math.exp(math.log(before["length"]) + share * (math.log(after["length"]) - math.log(before["length"])))
+            break
+    longest = rows[-1]
+    ratio = longest["softmax_ms"] / longest["delta_ms"]
+    grow = longest["softmax_bytes"] / rows[0]["softmax_bytes"]
+    first = rows[0]
+    already = first["softmax_ms"] >= first["delta_ms"]
+    if when is not None:
+        time_en = (f"In time, the softmax step becomes slower than the delta-rule step between T = {before['length']:,} and "
+                   f"{after['length']:,} (about T = {when:,.0f})")
+        time_zh = (f"在耗时上，softmax 的一步解码在 T = {before['length']:,} 和 {after['length']:,} 之间（约 T = {when:,.0f}）"
+                   "开始慢于 delta 规则")
+    elif already:
+        time_en = (f"In time, the softmax step was already the slower one at T = {first['length']:,}, the shortest context "
+                   f"measured ({first['softmax_ms']:.2f} ms against {first['delta_ms']:.2f} ms)")
+        time_zh = (f"在耗时上，即使在测量的最短上下文 T = {first['length']:,} 时，softmax 的一步解码也已经更慢"
+                   f"（{first['softmax_ms']:.2f} 毫秒对 {first['delta_ms']:.2f} 毫秒）")
+    else:
+        time_en = "In time, the softmax step stayed faster than the delta-rule step at every length measured"
+        time_zh = "在耗时上，测量的每个长度下 softmax 的一步解码都比 delta 规则快"
+    en = (f"The cache outgrows the state at T = {memory:,.0f} tokens. {time_en}; at T = {longest['length']:,} it takes "
+          f"{ratio:.1f}× as long. From T = {first['length']:,} to {longest['length']:,} the cache grew {grow:,.0f}-fold and "
+          "the states not at all.")
+    zh = (f"T = {memory:,.0f} 个词元时，缓存就比状态大了。{time_zh}；到 T = {longest['length']:,} 时，耗时是 delta 规则的 "
+          f"{ratio:.1f} 倍。从 T = {first['length']:,} 到 {longest['length']:,}，缓存增大到原来的 {grow:,.0f} 倍，状态则一点没变。")
+    return {"memory": memory, "time": when, "en": en, "zh": zh}
