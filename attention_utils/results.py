@@ -93,7 +93,8 @@ def decode_table(results: dict, language: str = "en") -> str:
     headers = (["T", "有缓存（毫秒）", "无缓存（毫秒）", "加速比", "缓存（MiB）", "窗口缓存（MiB）"] if language == "zh"
                else ["T", "with cache (ms)", "without (ms)", "speed-up", "cache (MiB)", "window cache (MiB)"])
     rows = [
-        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}", f"{row['speedup']:.1f}x",
+        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}",
+         f"{row['speedup']:.1f} 倍" if language == "zh" else f"{row['speedup']:.1f}x",
          f"{row['cache_bytes'] / 2**20:.1f}", f"{window[length]['cache_bytes'] / 2**20:.1f}" if length in window else "-"]
         for length, row in sorted(mha.items())
     ]
