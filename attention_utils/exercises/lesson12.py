@@ -1,4 +1,4 @@
-"""Checkers for lesson 12: the cache size of a real model, a cached generator without the position bug, a window for one layer."""
+"""Checkers for lesson 12: a real model's cache size, a cached generator without the position bug, a one-layer window."""
 
 from __future__ import annotations
 

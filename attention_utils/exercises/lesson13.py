@@ -1,4 +1,4 @@
-"""Checkers for lesson 13: the KV cache of the real model for 1,000 tokens, induction scores indexed by hand, a window without sinks."""
+"""Checkers for lesson 13: the real model's cache for 1,000 tokens, induction scores by hand, a window without sinks."""
 
 from __future__ import annotations
 

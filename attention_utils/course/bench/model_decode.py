@@ -1,4 +1,4 @@
-"""The real model's decoding: SmolLM2-135M (lesson 13), a prefill of T tokens and one decode step with the cache, timed apart.
+"""The real model's decoding (lesson 13): a prefill of T tokens and one decode step with the cache, timed apart.
 
 One process loads the model once. For each prompt length T it fills a cache with the prompt, then times
 two things in alternating order, `calls` times each: a prefill of the T prompt tokens into an empty

@@ -32,8 +32,9 @@ def run_model_decode(workload: ModelWorkload, threads: int, out: Path, quick: bo
 def model_markdown(results: dict) -> str:
     """The README section in both languages: the set-up, then one table row per (weights, batch, prompt length)."""
     if "error" in results:
-        return (f"The real model was not measured: {results['error']}\n\n"
-                f"没有测量真实模型：{results['error']}")
+        english = f"The real model was not measured: {results['error']}"
+        chinese = f"没有测量真实模型：{results['error']}"
+        return f"{english}\n\n{chinese}"
     env, work, model = results["environment"], results["workload"], results["model"]
     weights_mb = results["rows"][0]["weight_bytes"] / 1e6
     lines = [
