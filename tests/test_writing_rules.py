@@ -33,8 +33,8 @@ ALLOWED_USES = {
     "标记": ("标记为", "标记出"),  # the verb "to tag/mark", not a name for a token
     "令牌": ("带令牌（token）的网址",),  # JupyterLab's login token, not a word token
     "可以看": ("可以看到", "可以看出", "可以看看", "可以看成", "可以看作"),  # "can see/regard as", not "may attend"
-    # the rotary base is 旋转底数, never a bare 底; these words only contain the character
-    "底": ("旋转底数", "底层", "到底", "底面", "底部", "彻底", "底色"),
+    # the rotary base is 旋转底数 (底数 once introduced), never a bare 底; the other words only contain the character
+    "底": ("底数", "底层", "到底", "底面", "底部", "彻底", "底色"),
 }
 # English function words that have no place in a Chinese sentence (code and quoted tokens aside;
 # single letters are left out because they are variable names: dot(a, b), Z = A X).

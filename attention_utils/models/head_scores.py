@@ -20,6 +20,7 @@ from torch import nn
 from ..checks import bilingual, check_size, check_tensor
 from ..functional import causal_mask, scaled_dot_product_attention
 from ..inference.grouped_query import repeat_kv_heads
+from ..inference.sliding_window import check_window
 from .llama import LlamaModel
 
 
@@ -181,3 +182,22 @@ def silence_head(model: nn.Module, layer: int, head: int) -> Iterator[None]:
     finally:
         with torch.no_grad():
             weight[:, columns] = saved
+
+
+@contextmanager
+def windowed(model: nn.Module, window: int | None, sinks: int = 0) -> Iterator[None]:
+    """Inside the `with` block every attention layer sees only a sliding window of `window` keys, plus the first `sinks`.
+
+    Lesson 12's window, put on the real model for a measurement: without a cache each layer recomputes
+    the whole text under the window mask. The layers get their own settings back afterwards.
+    """
+    window, sinks = check_window(window, sinks)
+    layers = [block.attention for block in check_model(model).blocks]
+    saved = [(layer.window, layer.sinks) for layer in layers]
+    for layer in layers:
+        layer.window, layer.sinks = window, sinks
+    try:
+        yield
+    finally:
+        for layer, (old_window, old_sinks) in zip(layers, saved):
+            layer.window, layer.sinks = old_window, old_sinks
