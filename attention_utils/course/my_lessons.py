@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
+import os
 import re
 import shutil
 import sys
@@ -120,6 +122,22 @@ def prepare(language: str, root: Path, source: Path = Path("notebooks")) -> tupl
     return written, outdated
 
 
+def _new_backup(folder: Path, stem: str) -> Path:
+    """A backup name no earlier backup has: the time to the second, then -2, -3, ... for resets within one second.
+
+    The name is reserved by creating the file exclusively, so even two resets at once never share one.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for count in itertools.count(1):
+        backup = folder / (f"{stem}.{stamp}.ipynb" if count == 1 else f"{stem}.{stamp}-{count}.ipynb")
+        try:
+            backup.open("xb").close()
+        except FileExistsError:
+            continue
+        return backup
+    raise AssertionError("unreachable")  # itertools.count never ends
+
+
 def reset(language: str, lesson: str, root: Path, source: Path = Path("notebooks")) -> Path:
     """Move the learner's copy of one lesson to a dated backup, then write the current version in its place."""
     matches = [p for p in lesson_paths(source) if p.name.startswith(f"{int(lesson):02d}_")] if lesson.isdigit() else []
@@ -130,8 +148,8 @@ def reset(language: str, lesson: str, root: Path, source: Path = Path("notebooks
     target = home / "notebooks" / path.name
     _writable(home / BACKUPS)
     if target.exists():
-        backup = home / BACKUPS / f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
-        shutil.move(str(target), str(backup))
+        backup = _new_backup(home / BACKUPS, path.stem)
+        os.replace(target, backup)  # onto the empty file _new_backup reserved: same folder tree, so a rename
         _say(f"Your copy of {path.name} is now {backup}.", f"你的 {path.name} 副本已移到 {backup}。")
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(learner_copy(path, language), target)

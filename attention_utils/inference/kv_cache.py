@@ -89,6 +89,9 @@ class LayerCache:
         window, sinks = check_window(window, sinks)
         self._check(keys, values, window, sinks)
         num_new, kept = keys.shape[2], self.positions.numel()
+        if num_new == 0:  # nothing new: the first call still fixes the buffers' batch, heads, dtype and device
+            self._reserve(keys, kept)
+            return self.keys, self.values, self.positions
         new_positions = torch.arange(self.position, self.position + num_new, device=keys.device)
         self.position += num_new
         if kept == self.capacity and num_new == 1:  # a full ring buffer: overwrite the oldest slot in place
@@ -115,7 +118,7 @@ class LayerCache:
     def _reserve(self, like: torch.Tensor, slots: int) -> None:
         """Make room for `slots` tokens: double the buffers when they are full (up to the window, if any)."""
         reserved = 0 if self._keys is None else self._keys.shape[2]
-        if slots <= reserved:
+        if slots <= reserved and self._keys is not None:
             return
         grown = max(slots, 2 * reserved)
         if self.capacity is not None:

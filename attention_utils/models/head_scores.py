@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_size, check_tensor
+from ..checks import bilingual, check_seed, check_size, check_tensor
 from ..functional import causal_mask, scaled_dot_product_attention
 from ..inference.grouped_query import repeat_kv_heads
 from .llama import LlamaModel
@@ -118,6 +118,15 @@ def induction_score(maps: torch.Tensor, period: int) -> torch.Tensor:
 def strongest(scores: torch.Tensor) -> tuple[int, int, float]:
     """(layer, head, score) of the largest entry of a (layers, heads) table."""
     check_tensor(scores, "scores", ranks=(2,))
+    if scores.numel() == 0:
+        raise ValueError(
+            bilingual(
+                f"scores is empty (shape {tuple(scores.shape)}), so no head is strongest; pass a (layers, heads) "
+                "table such as sink_share(maps).",
+                f"scores 是空的（形状为 {tuple(scores.shape)}），没有最强的头可言；请传入 (layers, heads) 的表，"
+                "例如 sink_share(maps)。",
+            )
+        )
     layer, head = divmod(int(scores.argmax()), scores.shape[1])
     return layer, head, float(scores[layer, head])
 
@@ -131,7 +140,7 @@ def repeated_random_tokens(period: int, seed: int, low: int = 1000, high: int = 
     period, low, high = check_size(period, "period", minimum=2), check_size(low, "low", 0), check_size(high, "high")
     if low >= high:
         raise ValueError(bilingual(f"low={low} must be smaller than high={high}.", f"low={low} 必须小于 high={high}。"))
-    half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_size(seed, "seed", 0)))
+    half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_seed(seed)))
     return torch.cat([half, half], dim=1)
 
 
