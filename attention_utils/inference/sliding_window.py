@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_size
+from ..checks import bilingual, cannot_read, check_size
+from ..devices import check_device
 
 
 def check_window(window: object, sinks: object = 0) -> tuple[int | None, int]:
@@ -39,7 +40,7 @@ def check_positions(positions: object, name: str) -> torch.Tensor:
                 f"{name} 应为一维整数张量，每个元素是一个位置，例如 torch.arange(6)；实际是 {positions!r:.60}。",
             )
         )
-    if positions.numel() and positions.min() < 0:
+    if positions.numel() and not cannot_read(positions) and positions.min() < 0:  # meta: no values to read
         raise ValueError(bilingual(f"{name} must be at least 0.", f"{name} 不能小于 0。"))
     return positions
 
@@ -66,5 +67,5 @@ def sliding_window_mask(
 ) -> torch.Tensor:
     """(T, T) mask for a whole sequence, True = hide: the causal mask with everything older than the window hidden too."""
     num_tokens = check_size(num_tokens, "num_tokens", minimum=0)
-    positions = torch.arange(num_tokens, device=device)
+    positions = torch.arange(num_tokens, device=check_device(device))
     return hidden_by_window(positions, positions, window, sinks)
