@@ -177,6 +177,18 @@ class TiledAttention(torch.autograd.Function):
         ctx.tiling = (block_q, block_k, causal)
 
     @staticmethod
+    def jvp(ctx, *_tangents):
+        raise ValueError(
+            bilingual(
+                "tiled_attention has no forward-mode derivative (jvp, torch.func.jacfwd, hessian): use "
+                "torch.func.jacrev or torch.autograd.grad for its first derivative, or the package's "
+                "scaled_dot_product_attention for more.",
+                "tiled_attention 没有前向模式的导数（jvp、torch.func.jacfwd、hessian）：一阶导数请用 "
+                "torch.func.jacrev 或 torch.autograd.grad，更高阶的请改用本包的 scaled_dot_product_attention。",
+            )
+        )
+
+    @staticmethod
     def backward(ctx, grad_output, _grad_log_sum_exp):
         with torch.no_grad():  # the backward is written by hand, so a second derivative through it would be wrong
             grads = _tiled_backward(ctx, grad_output)

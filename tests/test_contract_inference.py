@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import attention_utils as au
+from attention_utils.inference import flex_window
 from attention_utils.models import head_scores
 from attention_utils.models.llama import model_inputs
 from attention_utils.tiny_model import CachedTinyModel, TinyAttentionModel
@@ -262,3 +263,45 @@ def test_tiled_attention_refuses_a_second_derivative_clearly():
     (expected,) = torch.autograd.grad(reference.sum(), q)
     assert torch.allclose(first, plain) and torch.allclose(plain, expected, atol=1e-5)  # the first derivative is right
     assert_contract_error(lambda: torch.autograd.grad(first.sum(), q), "tiled_attention", "second derivative")
+
+
+# ---- found by a second round of odd inputs: sizes that cost time or memory are bounded, devices named
+
+def test_a_kv_cache_of_a_billion_layers_is_refused_and_numpy_indices_count():
+    assert_contract_error(lambda: au.KVCache(10**9), "num_layers", "1,024")
+    cache = au.KVCache(np.int32(2))
+    assert cache[np.int64(1)] is cache.layers[1]
+
+
+def test_a_file_that_asks_for_too_large_a_model_is_refused(smollm2):
+    from attention_utils.models.gguf_file import GGUFFile, read_gguf
+    from attention_utils.models.llama import LlamaConfig
+
+    real = read_gguf()
+    for key, value, name in [("llama.block_count", 10**6, "llama.block_count"), ("llama.embedding_length", 10**7, "llama.embedding_length"),
+                             ("llama.block_count", "30", "llama.block_count")]:
+        changed = GGUFFile(real.path, {**real.metadata, key: value}, real.tensors, real.data)
+        assert_contract_error(lambda: LlamaConfig.from_gguf(changed), name)
+
+
+def test_the_real_model_names_tokens_on_another_device(smollm2):
+    model, _ = smollm2
+    assert_contract_error(lambda: model(torch.zeros(1, 2, dtype=torch.long, device="meta")), "tokens", "tokens.to('cpu')",
+                          kind=TypeError)
+
+
+@pytest.mark.parametrize("call", [lambda: au.sliding_window_mask(2**22, 4),
+                                  lambda: flex_window.window_block_mask(2**23, 16)])
+def test_a_window_mask_too_large_for_memory_says_how_large_it_can_be(call):
+    assert_contract_error(call, "num_tokens", "at most about")
+
+
+@pytest.mark.parametrize("period, high, name", [(2**40, 100, "period"), (3, 2**64, "high")])
+def test_repeated_random_tokens_bounds_its_sizes(period, high, name):
+    assert_contract_error(lambda: head_scores.repeated_random_tokens(period, 0, 0, high), name)
+
+
+def test_tiled_attention_names_its_missing_forward_mode():
+    q = torch.randn(1, 4, 3)
+    assert_contract_error(lambda: torch.func.hessian(lambda x: au.tiled_attention(x, x, x).sum())(q), "tiled_attention",
+                          "forward-mode")

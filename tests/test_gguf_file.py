@@ -283,3 +283,7 @@ def test_flipped_bytes_give_a_right_read_or_one_error(tmp_path, layout, both, da
     for name, entry in file.tensors.items():  # every tensor's bytes inside the file, by the sizes gguf gives
         block, block_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(entry.kind)]
         assert len(header) + entry.offset + math.prod(entry.shape) // block * block_bytes <= size
+
+
+def test_a_name_too_long_to_look_up(tmp_path):
+    refused("x" * 300 + ".gguf", ValueError, "cannot be looked up")

@@ -153,6 +153,14 @@ def test_the_learners_work_survives_restarts_clean_and_new_lessons(tmp_path, mon
     assert has_note(second, "LEARNER: second try") and not has_note(lesson, "LEARNER")
 
 
+@pytest.mark.parametrize("language, lesson", [("fr", "03"), ("zh", "99"), ("zh", None), ("zh", "٣")])
+def test_a_reset_names_a_language_or_lesson_it_does_not_know(tmp_path, language, lesson):
+    with pytest.raises(SystemExit) as error:
+        my_lessons.reset(language, lesson, tmp_path / "mine")
+    english, chinese = str(error.value).splitlines()
+    assert "LANGUAGE=" in english + chinese or "LESSON=03" in english and "课" in chinese
+
+
 def test_make_lab_says_which_lessons_are_newer(tmp_path):
     """The bilingual line on start names the lesson and the command, through make itself."""
     mine = tmp_path / "mine"

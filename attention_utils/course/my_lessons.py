@@ -140,7 +140,12 @@ def _new_backup(folder: Path, stem: str) -> Path:
 
 def reset(language: str, lesson: str, root: Path, source: Path = Path("notebooks")) -> Path:
     """Move the learner's copy of one lesson to a dated backup, then write the current version in its place."""
-    matches = [p for p in lesson_paths(source) if p.name.startswith(f"{int(lesson):02d}_")] if lesson.isdigit() else []
+    if language not in ("en", "zh"):
+        raise SystemExit(bilingual(f"No copy in language {language!r}: say LANGUAGE=en or LANGUAGE=zh.",
+                                   f"没有语言为 {language!r} 的副本：请写 LANGUAGE=en 或 LANGUAGE=zh。"))
+    number = str(lesson) if isinstance(lesson, int) and not isinstance(lesson, bool) else lesson
+    number = number if isinstance(number, str) and number.isascii() else ""  # LESSON=03, or 3 from Python
+    matches = [p for p in lesson_paths(source) if p.name.startswith(f"{int(number):02d}_")] if number.isdigit() else []
     if not matches:
         raise SystemExit(bilingual(f"No lesson {lesson!r}: give its number, e.g. LESSON=03.",
                                    f"没有第 {lesson!r} 课：请给出课程编号，例如 LESSON=03。"))

@@ -14,6 +14,7 @@ token's position is `position`, whatever the window dropped.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..checks import bilingual, check_size, check_tensor
@@ -173,20 +174,20 @@ class KVCache:
     """One LayerCache per attention layer of a model, for one batch of sequences: pass `cache[i]` to layer i."""
 
     def __init__(self, num_layers: int) -> None:
-        self.layers = [LayerCache() for _ in range(check_size(num_layers, "num_layers"))]
+        self.layers = [LayerCache() for _ in range(check_size(num_layers, "num_layers", maximum=1024))]
 
     def __len__(self) -> int:
         return len(self.layers)
 
     def __getitem__(self, layer: int) -> LayerCache:
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(self.layers):
-            raise IndexError(
-                bilingual(
-                    f"layer must be an integer from 0 to {len(self.layers) - 1}, got {layer!r}.",
-                    f"layer 必须是 0 到 {len(self.layers) - 1} 之间的整数，实际是 {layer!r}。",
-                )
+        if not isinstance(layer, (bool, np.bool_)) and isinstance(layer, (int, np.integer)) and 0 <= layer < len(self.layers):
+            return self.layers[int(layer)]  # numpy integers count, as everywhere in the package
+        raise IndexError(
+            bilingual(
+                f"layer must be an integer from 0 to {len(self.layers) - 1}, got {layer!r}.",
+                f"layer 必须是 0 到 {len(self.layers) - 1} 之间的整数，实际是 {layer!r}。",
             )
-        return self.layers[layer]
+        )
 
     @property
     def position(self) -> int:

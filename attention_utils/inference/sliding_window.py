@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import bilingual, cannot_read, check_size
-from ..devices import check_device
+from ..devices import check_device, check_fits
 
 
 def check_window(window: object, sinks: object = 0) -> tuple[int | None, int]:
@@ -66,6 +66,7 @@ def sliding_window_mask(
     num_tokens: int, window: int | None, sinks: int = 0, device: torch.device | str | None = None
 ) -> torch.Tensor:
     """(T, T) mask for a whole sequence, True = hide: the causal mask with everything older than the window hidden too."""
-    num_tokens = check_size(num_tokens, "num_tokens", minimum=0)
-    positions = torch.arange(num_tokens, device=check_device(device))
+    num_tokens, device = check_size(num_tokens, "num_tokens", minimum=0), check_device(device)
+    check_fits(num_tokens, "num_tokens", lambda n: 9 * n * n, device)  # the mask, and the int64 distances behind it
+    positions = torch.arange(num_tokens, device=device)
     return hidden_by_window(positions, positions, window, sinks)

@@ -198,6 +198,12 @@ def check_path(path: object) -> Path:
             f"path 必须是 .gguf 文件的路径（字符串或 pathlib.Path），实际是 {shown(path, True)}；"
             "要读第 13 课的模型，直接调用 read_gguf() 即可。"))
     path = Path(path)
+    try:
+        path.is_dir()  # raises for a name the system cannot look up at all (too long, for one)
+    except OSError as error:
+        raise ValueError(bilingual(
+            f"path {shown(str(path))} cannot be looked up ({error.strerror}); check the name of the .gguf file.",
+            f"无法查找 path {shown(str(path), True)}（{error.strerror}）；请检查 .gguf 文件的名字。")) from None
     if not path.exists():
         raise FileNotFoundError(bilingual(
             f"path {str(path)!r} does not exist; check the name, or call read_gguf() with no argument for lesson 13's model.",

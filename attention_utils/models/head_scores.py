@@ -137,7 +137,8 @@ def repeated_random_tokens(period: int, seed: int, low: int = 1000, high: int = 
     Ids 1,000 to 9,999 are frequent word pieces of SmolLM2's vocabulary (the first ids are control
     tokens and single bytes). Random tokens have no meaning, so only copying predicts the second half.
     """
-    period, low, high = check_size(period, "period", minimum=2), check_size(low, "low", 0), check_size(high, "high")
+    period, low = check_size(period, "period", minimum=2, maximum=1_000_000), check_size(low, "low", 0)
+    high = check_size(high, "high", maximum=2**63 - 1)  # torch.randint's largest
     if low >= high:
         raise ValueError(bilingual(f"low={low} must be smaller than high={high}.", f"low={low} 必须小于 high={high}。"))
     half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_seed(seed)))

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from .bpe_tokenizer import ByteLevelBPE, check_text
-from ..checks import bilingual, check_length, check_real, check_size
+from ..checks import bilingual, cannot_read, check_length, check_real, check_size
+from ..devices import check_fits
 from .gguf_file import GGUFFile, check_file, read_gguf, setting
 from ..inference.kv_cache import KVCache, LayerCache
 from ..fused import FusedMultiHeadAttention
@@ -57,13 +58,26 @@ class LlamaConfig:
             ("context_length", "context_length"), ("d_model", "embedding_length"), ("num_layers", "block_count"),
             ("num_heads", "attention.head_count"), ("num_kv_heads", "attention.head_count_kv"),
             ("d_ff", "feed_forward_length"))}
+        check_size(sizes["num_layers"], "llama.block_count", maximum=MAX_LAYERS)
+        vocab_size = check_size(len(tokens) if isinstance(tokens, list) else tokens, "tokenizer.ggml.tokens")
+        check_fits(sizes["d_model"], "llama.embedding_length", lambda d: FLOAT_BYTES * parameter_count(
+            vocab_size, d, sizes["num_layers"], sizes["d_ff"]))
         return cls(
-            vocab_size=check_size(len(tokens) if isinstance(tokens, list) else tokens, "tokenizer.ggml.tokens"),
+            vocab_size=vocab_size,
             rotary_base=check_real(setting(file, "llama.rope.freq_base"), "llama.rope.freq_base", "100000.0", True),
             norm_eps=check_real(setting(file, "llama.attention.layer_norm_rms_epsilon"),
                                 "llama.attention.layer_norm_rms_epsilon", "1e-05", True),
             **sizes,
         )
+
+
+MAX_LAYERS = 1024  # the contract's bound on layers built one by one
+FLOAT_BYTES = 4
+
+
+def parameter_count(vocab_size: int, d_model: int, num_layers: int, d_ff: int) -> int:
+    """About how many numbers the model holds (every projection as large as with one key/value head per query head)."""
+    return vocab_size * d_model + num_layers * (4 * d_model * d_model + 3 * d_model * d_ff + 2 * d_model) + d_model
 
 
 class RMSNorm(nn.Module):
@@ -127,6 +141,11 @@ class LlamaModel(nn.Module):
     def forward(self, tokens: torch.Tensor, *, cache: KVCache | None = None) -> torch.Tensor:
         """Next-token scores (b, T, vocab_size) for token ids (b, T); with a KVCache, only the new tokens go in."""
         check_token_ids(tokens, self.config.vocab_size)
+        if tokens.device != self.token_embedding.weight.device:
+            where = self.token_embedding.weight.device
+            raise TypeError(bilingual(
+                f"tokens are on {tokens.device} but the model is on {where}; move them with tokens.to('{where}').",
+                f"tokens 在 {tokens.device} 上，而模型在 {where} 上；请用 tokens.to('{where}') 移过去。"))
         if cache is not None and (not isinstance(cache, KVCache) or len(cache) != len(self.blocks)):
             raise TypeError(bilingual(
                 f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
@@ -179,7 +198,7 @@ def check_token_ids(tokens: object, vocab_size: int) -> torch.Tensor:
         raise ValueError(bilingual(
             f"tokens must have shape (batch, T) with at least one token, got {tuple(tokens.shape)}.",
             f"tokens 的形状应为 (batch, T)，且至少有一个词元，实际是 {tuple(tokens.shape)}。"))
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):  # a batch of 0 has no ids to check
+    if tokens.numel() and not cannot_read(tokens) and (tokens.min() < 0 or tokens.max() >= vocab_size):  # batch 0: none
         raise ValueError(bilingual(
             f"token ids must lie in 0..{vocab_size - 1}, got values from {int(tokens.min())} to {int(tokens.max())}.",
             f"词元编号应在 0 到 {vocab_size - 1} 之间，实际范围是 {int(tokens.min())} 到 {int(tokens.max())}。"))
