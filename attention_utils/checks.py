@@ -69,18 +69,19 @@ Results of modules (after `out_proj`, and the QKV projection of the fused module
 Training that diverges (the loss or the weights stop being finite) raises TrainingDiverged, a
     ValueError: "training diverged at step N: lower learning_rate", the weights from before the
     run restored, the losses so far on `error.run`.
-Files (`path` of read_gguf): None (lesson 13's model), a str or os.PathLike naming an existing
-    file, else TypeError (not a path), FileNotFoundError (missing) or ValueError (a folder). A file
-    is read as untrusted: a file that is not GGUF, big-endian, of a version other than 2 or 3, or
-    truncated or damaged anywhere gets a ValueError naming the byte and the field ("the length of
-    setting 12's name at byte 1,024"); every count, string length and array length is checked
-    against the bytes left before anything is allocated; every tensor's bytes must lie inside the
-    file when it is opened, so a cut download is refused at once. A header key the model needs
-    and the file lacks is named; `tensor(name)` of a name not in the table is a ValueError.
-    `from_gguf` takes what read_gguf returns; a path gets a TypeError saying to call read_gguf.
+Files (`path` of read_gguf): None (lesson 13's model), a str or os.PathLike naming an existing file,
+    else TypeError (not a path), FileNotFoundError (missing) or ValueError (a folder). A file is
+    read as untrusted: a file that is not GGUF, big-endian, of a version other than 2 or 3, or
+    truncated or damaged anywhere gets a ValueError naming the byte and the field ("cut short or
+    damaged at byte 1,099 (the length of the value of 'tokenizer.ggml.tokens')"); every count,
+    string length and array length is checked against the bytes left before anything is allocated;
+    every tensor's bytes must lie inside the file when it is opened, so a cut download is refused at
+    once. A header key the model needs and the file lacks is named; `tensor(name)` of a name not in
+    the table is a ValueError. `from_gguf` takes what read_gguf returns or a path (read with
+    read_gguf); anything else is a TypeError.
 Text (`text`, `prompt`): a str, else TypeError (bytes: ".decode('utf-8')"). Every character
     encodes to tokens that decode back to it, or gets a ValueError naming it: a lone surrogate
-    ("\ud800") is not text, and a character whose bytes this vocabulary has no token for is named.
+    ("\\ud800") is not text, and a character whose bytes this vocabulary has no token for is named.
     A prompt has at least one token and at most context_length.
 Generation (`generate`): `model` a torch module returning logits (batch, T, vocab) for tokens
     (batch, T), else a ValueError naming the shape it returned; `prompt` an integer tensor
