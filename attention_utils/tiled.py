@@ -184,7 +184,7 @@ class TiledAttention(torch.autograd.Function):
                 "torch.func.jacrev or torch.autograd.grad for its first derivative, or the package's "
                 "scaled_dot_product_attention for more.",
                 "tiled_attention 没有前向模式的导数（jvp、torch.func.jacfwd、hessian）：一阶导数请用 "
-                "torch.func.jacrev 或 torch.autograd.grad，更高阶的请改用本包的 scaled_dot_product_attention。",
+                "torch.func.jacrev 或 torch.autograd.grad，更高阶的请改用辅助包的 scaled_dot_product_attention。",
             )
         )
 
@@ -222,7 +222,7 @@ class NoSecondDerivative(torch.autograd.Function):
                 "tiled_attention has a first derivative only (its backward is written by hand): for a second "
                 "derivative (create_graph=True, a Hessian) use the package's scaled_dot_product_attention instead.",
                 "tiled_attention 只有一阶导数（它的反向传播是手写的）：需要二阶导数（create_graph=True、Hessian）时，"
-                "请改用本包的 scaled_dot_product_attention。",
+                "请改用辅助包的 scaled_dot_product_attention。",
             )
         )
 

@@ -32,7 +32,7 @@ def window_mask_mod(window: int, sinks: int = 0) -> Callable[..., torch.Tensor]:
                 "window must be an integer of at least 1 for a sliding-window mask, got None; "
                 "for plain causal attention use the package's scaled_dot_product_attention with causal_mask(T).",
                 "滑动窗口掩码的 window 必须是不小于 1 的整数，实际是 None；"
-                "普通的因果注意力请用本包的 scaled_dot_product_attention 配合 causal_mask(T)。",
+                "普通的因果注意力请用辅助包的 scaled_dot_product_attention 配合 causal_mask(T)。",
             )
         )
     window, sinks = check_window(window, sinks)
