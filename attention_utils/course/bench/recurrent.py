@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ...fused import FusedMultiHeadAttention
-from ...kv_cache import KVCache
+from ...inference.kv_cache import KVCache
 from ...recurrent.delta_rule import delta_rule_recurrent, delta_rule_step
 from ...recurrent.linear_attention import feature_map
 from .harness import run_in_child
