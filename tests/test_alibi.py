@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from attention_utils import training
 from attention_utils.alibi import ALiBiAttention, alibi_bias, alibi_slopes
 from attention_utils.modules import MultiHeadAttention
 from attention_utils.tiny_model import CachedTinyModel, TinyAttentionModel
+from test_rotary import PreviousToken
 
 
 def test_the_slopes_are_the_papers():
@@ -75,18 +75,6 @@ def test_alibi_keeps_the_weights_of_multi_head_attention_and_adds_a_penalty():
         with_zero_slopes = ALiBiAttention(4, 8, 6, 0.0, 2, slopes=[0.0, 0.0])
         with_zero_slopes.load_state_dict(plain.state_dict())
         torch.testing.assert_close(with_zero_slopes(x), plain(x))  # no penalty: the book's module
-
-
-@dataclass(frozen=True)
-class PreviousToken:
-    """Random tokens; each position from 1 on answers the token before it."""
-
-    length: int = 12
-    vocab_size: int = 8
-
-    def batch(self, batch_size: int, generator: torch.Generator):
-        tokens = torch.randint(0, self.vocab_size, (batch_size, self.length), generator=generator)
-        return tokens, tokens.roll(1, dims=1), (torch.arange(self.length) >= 1).expand(batch_size, -1)
 
 
 def test_the_alibi_tiny_model_starts_like_the_model_without_positions_and_reaches_longer_sequences():
