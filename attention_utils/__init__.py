@@ -2,12 +2,13 @@
 
 The folder a module sits in names the part of the series it serves:
 - the top level, what lessons 1-11 build on: data; checks, arguments and devices (the input contract); functional
-  and modules (lessons 1-7); fused (lesson 8); tiled (lesson 9); tiny_model, tasks and training (lesson 10); rotary
-  (lesson 11); language, plotting, widgets and environment; results (saved benchmark numbers);
+  and modules (lessons 1-7); fused (lesson 8); tiled (lesson 9); tiny_model, tasks and training (lesson 10); rotary and
+  alibi (lesson 11); language, plotting and environment; results (saved benchmark numbers);
 - `inference/`, attention at inference time (lessons 12, 14, 15): kv_cache, grouped_query, sliding_window,
   flex_window, generation;
 - `models/`, a real language model (lesson 13): gguf_file, bpe_tokenizer, llama, head_scores;
-- `explorers/` and `exercises/`: one module per lesson.
+- `recurrent/`, layers with a fixed-size state (lesson 16): linear_attention, delta_rule, recall;
+- `explorers/` (with their shared frame, `explorers/widgets`) and `exercises/`: one module per lesson.
 A module imports only from its own part and earlier ones. The workshop, `attention_utils.course` (copies, slides,
 site, figures, the benchmark), imports the library; the library never imports it. The README maps every lesson to
 the modules it uses.

@@ -14,10 +14,7 @@ import operator
 import numpy as np
 import torch
 
-
-def bilingual(english: str, chinese: str) -> str:
-    """Join an English and a Chinese sentence into the two-line message used across the package."""
-    return f"{english}\n{chinese}"
+from .language import bilingual
 
 
 def shown(value: object, chinese: bool = False) -> str:

@@ -2,8 +2,9 @@
 
 The contract of the package, argument by argument. Each rule is checked before any work or side
 effect; a broken rule raises `TypeError` (wrong kind of thing) or `ValueError` (right kind, wrong
-size or value), and the message has two lines, English then Chinese, both naming the argument the
-caller passed (`d_model` for the tiny model, `block_size` for tiled attention, never an inner name).
+size or value), and the message has two lines, English then Chinese (Chinese first while the
+package's `language` is "zh"), both naming the argument the caller passed (`d_model` for the tiny
+model, `block_size` for tiled attention, never an inner name).
 A value echoed in a message is shown on one line (a tensor by its dtype and shape).
 
 Tensors (`x`, `queries`, `keys`, `values`, `scores`, `context`, `logits`):
@@ -69,6 +70,34 @@ Results of modules (after `out_proj`, and the QKV projection of the fused module
 Training that diverges (the loss or the weights stop being finite) raises TrainingDiverged, a
     ValueError: "training diverged at step N: lower learning_rate", the weights from before the
     run restored, the losses so far on `error.run`.
+Files (`path` of read_gguf): None (lesson 13's model), a str or os.PathLike naming an existing file,
+    else TypeError (not a path), FileNotFoundError (missing) or ValueError (a folder). A file is
+    read as untrusted: a file that is not GGUF, big-endian, of a version other than 2 or 3, or
+    truncated or damaged anywhere gets a ValueError naming the byte and the field ("cut short or
+    damaged at byte 1,099 (the length of the value of 'tokenizer.ggml.tokens')"); every count,
+    string length and array length is checked against the bytes left before anything is allocated;
+    every tensor's bytes must lie inside the file when it is opened, so a cut download is refused at
+    once. A header key the model needs and the file lacks is named; `tensor(name)` of a name not in
+    the table is a ValueError. `from_gguf` takes what read_gguf returns or a path (read with
+    read_gguf); anything else is a TypeError.
+Text (`text`, `prompt`): a str, else TypeError (bytes: ".decode('utf-8')"). Every character
+    encodes to tokens that decode back to it, or gets a ValueError naming it: a lone surrogate
+    ("\\ud800") is not text, and a character whose bytes this vocabulary has no token for is named.
+    A prompt has at least one token and at most context_length.
+Generation (`generate`): `model` a torch module returning logits (batch, T, vocab) for tokens
+    (batch, T), else a ValueError naming the shape it returned; `prompt` an integer tensor
+    (batch, T >= 1); `new_tokens` an integer >= 0 that the model can reach: prompt length +
+    new_tokens - 1 at most its context length (`model.config.context_length` or
+    `model.context_length`; 10,000 when the model states none), refused before the first step,
+    so no call runs for minutes and then fails. 0 new tokens give logits (batch, 0, vocab). A
+    cache is a new, empty KVCache; adding 0 tokens to a cache is allowed and changes nothing.
+New modules (lessons 14 on): every public function, class and method follows this contract from
+    its first commit: it checks its arguments with the helpers here (check_tensor, check_size,
+    check_seed, check_index, check_flag, check_real, check_device, ...) before any work, bounds
+    the sizes that cost time, reads a file as untrusted, and raises TypeError or ValueError with
+    one English and one Chinese line built by `bilingual`. Its tests (tests/test_contract*.py)
+    give each argument the odd values there (None, str, float, bool, NaN, numpy and 0-d torch
+    numbers, wrong ranks, empty sizes) and assert the refusal with contract_helpers.assert_contract_error.
 Speed: the finite check is one `sum` reduction (a finite sum proves every entry finite); only when
     that sum is not finite does an exact pass decide. A module checks its input and its result,
     never the (T, T) scores. Checks that read values on the host are skipped under torch.compile

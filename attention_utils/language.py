@@ -10,10 +10,17 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from .checks import bilingual
-
 LANGUAGES = ("en", "zh")
 _state = {"language": "en"}
+
+
+def bilingual(english: str, chinese: str) -> str:
+    """Join an English and a Chinese sentence into the two-line message used across the package.
+
+    The line in the learner's language comes first: English then Chinese, or Chinese then English
+    while `language` is "zh" (what a Chinese lesson prints follows `language`, errors included).
+    """
+    return f"{chinese}\n{english}" if _state["language"] == "zh" else f"{english}\n{chinese}"
 
 
 def choose_language(language: object) -> str:

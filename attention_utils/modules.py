@@ -201,6 +201,7 @@ class MultiHeadAttention(nn.Module):
         qkv_bias = check_flag(qkv_bias, "qkv_bias")
         rotary_base, rotary_layout = check_rotary_heads(d_out, num_heads, rotary_base, rotary_layout)
         self.rotary_base, self.rotary_layout = rotary_base, rotary_layout
+        self.rotary_interpolation = 1.0  # positions are divided by it (rotary.extended_context, lesson 11)
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -245,8 +246,8 @@ class MultiHeadAttention(nn.Module):
         keys = self._split_heads(self.W_key(x))
         values = self._split_heads(self.W_value(x))  # values are never turned
         if self.rotary_base is not None:  # each head's queries and keys turned at their positions (lesson 11)
-            queries = apply_rotary(queries, start_position, self.rotary_base, self.rotary_layout)
-            keys = apply_rotary(keys, start_position, self.rotary_base, self.rotary_layout)
+            turn = dict(base=self.rotary_base, layout=self.rotary_layout, interpolation=self.rotary_interpolation)
+            queries, keys = apply_rotary(queries, start_position, **turn), apply_rotary(keys, start_position, **turn)
         context, weights = attend(
             queries,
             keys,

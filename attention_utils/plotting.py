@@ -222,6 +222,24 @@ def _check_colour_range(data: torch.Tensor, vmin: object, vmax: object) -> tuple
     return low, high
 
 
+def _check_color(color: object, name: str) -> None:
+    """A colour matplotlib understands, such as 'black' or 'tab:orange'."""
+    if not isinstance(color, str):
+        raise TypeError(
+            bilingual(
+                f"{name} must be a colour name (a string) such as 'black', got {shown(color)}.",
+                f"{name} 必须是颜色名（字符串），例如 'black'，实际是 {shown(color, True)}。",
+            )
+        )
+    if not matplotlib.colors.is_color_like(color):
+        raise ValueError(
+            bilingual(
+                f"{name} must name a matplotlib colour such as 'black' or 'tab:orange', got {shown(color)}.",
+                f"{name} 必须是 matplotlib 认识的颜色名，例如 'black' 或 'tab:orange'，实际是 {shown(color, True)}。",
+            )
+        )
+
+
 def _check_cmap(cmap: object) -> object:
     """A colour map's name known to matplotlib ('Blues', 'viridis', ...) or a Colormap."""
     if isinstance(cmap, matplotlib.colors.Colormap) or (isinstance(cmap, str) and cmap in matplotlib.colormaps):
@@ -319,12 +337,16 @@ def plot_vectors_3d(
     elev: float = 15.0,
     azim: float = -35.0,
     ax=None,
+    highlight_color: str = "tab:orange",
 ):
     """Draw each row of an (n, 3) tensor as a labelled arrow from the origin; return the figure.
 
     `highlight` draws one arrow (the query) thick and orange; `angle_between=(i, j)` marks the
     angle between arrows i and j with an arc and its size in degrees. Pass `ax` (a 3D axes) to
     draw into an existing figure. The view is orthographic, so angles are not bent by perspective.
+    `highlight_color` recolours the thick arrow where it is not a query (lesson 3's context vector
+    is black, so orange keeps meaning the query "journey" across lessons). Labels sit on a pale
+    patch in front of the arrows, so a short arrow's label stays readable over a longer arrow.
     """
     data = _as_real_tensor(vectors, "vectors", "of shape (n, 3)", "形状为 (n, 3)")
     if data.dim() != 2 or data.shape[-1] != 3 or data.shape[0] == 0:
@@ -358,6 +380,7 @@ def plot_vectors_3d(
         angle_between = _check_pair(angle_between, data)
     _check_text(title, "title", optional=True)
     elev, azim = check_real(elev, "elev", "15"), check_real(azim, "azim", "-35")
+    _check_color(highlight_color, "highlight_color")
     if ax is not None and getattr(ax, "name", None) != "3d":
         raise TypeError(
             bilingual(
@@ -372,11 +395,12 @@ def plot_vectors_3d(
     palette = ["tab:blue", "tab:green", "tab:purple", "tab:cyan", "tab:brown", "tab:pink", "tab:gray", "tab:olive"]
     for i, (vector, label) in enumerate(zip(data.tolist(), labels)):
         strong = i == highlight
-        color = "tab:orange" if strong else palette[i % len(palette)]
+        color = highlight_color if strong else palette[i % len(palette)]
         ax.quiver(0, 0, 0, *vector, color=color, linewidth=3 if strong else 1.6, arrow_length_ratio=0.08)
         # labels alternate above and below their tips, so two nearly equal arrows stay readable
         ax.text(*[1.06 * v for v in vector], label, color=color, fontsize=13 if strong else 10,
-                va="bottom" if i % 2 else "top")
+                va="bottom" if i % 2 else "top", zorder=100,  # in front of every arrow
+                bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 0.5})
     if angle_between is not None:
         a, b = data[angle_between[0]], data[angle_between[1]]
         cosine = float((a @ b / (a.norm() * b.norm())).clamp(-1, 1))

@@ -93,7 +93,8 @@ def decode_table(results: dict, language: str = "en") -> str:
     headers = (["T", "有缓存（毫秒）", "无缓存（毫秒）", "加速比", "缓存（MiB）", "窗口缓存（MiB）"] if language == "zh"
                else ["T", "with cache (ms)", "without (ms)", "speed-up", "cache (MiB)", "window cache (MiB)"])
     rows = [
-        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}", f"{row['speedup']:.1f}x",
+        [length, f"{row['cached_ms']:.1f}", f"{row['full_ms']:.0f}",
+         f"{row['speedup']:.1f} 倍" if language == "zh" else f"{row['speedup']:.1f}x",
          f"{row['cache_bytes'] / 2**20:.1f}", f"{window[length]['cache_bytes'] / 2**20:.1f}" if length in window else "-"]
         for length, row in sorted(mha.items())
     ]
@@ -101,49 +102,173 @@ def decode_table(results: dict, language: str = "en") -> str:
 
 
 def flex_summary(results: dict, language: str = "en") -> str:
-    """One saved FlexAttention call with a sliding window: tiles visited and the times of each way to run it."""
+    """One saved FlexAttention call with a sliding window: tiles visited, the times, and the ratios timed as neighbouring pairs."""
     flex = results["flex"]
     if "error" in flex:
         return (f"FlexAttention was not measured on the benchmark machine: {flex['error']}." if language != "zh"
                 else f"基准测试的机器上没有测量 FlexAttention：{flex['error']}。")
-    ms, (b, h, t, d) = flex["median_ms"], flex["shape"]
-    skip, dense = ms["flex_causal_blocks"] / ms["flex_window"], ms["sdpa_mask"] / ms["flex_window"]
+    ms, ratio, (b, h, t, d) = flex["median_ms"], flex["ratios"], flex["shape"]
     values = dict(b=b, h=h, t=t, d=d, window=flex["window"], block=flex["block"], visited=flex["visited_tiles"],
                   causal=flex["causal_tiles"], flex=ms["flex_window"], all_tiles=ms["flex_causal_blocks"],
-                  mask=ms["sdpa_mask"], sdpa=ms["sdpa_causal"], skip=skip, dense=dense)
+                  mask=ms["sdpa_mask"], sdpa=ms["sdpa_causal"], calls=flex["calls_per_pair"],
+                  skip=1 / ratio["flex_window/flex_causal_blocks"], dense=1 / ratio["flex_window/sdpa_mask"],
+                  honest=1 / ratio["flex_window/sdpa_causal"], kernel=ratio["flex_causal_blocks/sdpa_causal"])
     if language == "zh":
-        return ("FlexAttention，在形状为 ({b}, {h}, {t}, {d}) 的张量上做一次窗口为 {window} 的注意力，分块大小 {block}："
-                "分块掩码只访问对角线及其下方 {causal} 个分块中的 {visited} 个。编译后耗时 {flex:.1f} 毫秒；"
-                "同一个内核访问全部因果分块时 {all_tiles:.1f} 毫秒（是前者的 {skip:.1f} 倍）；"
-                "SDPA 加布尔窗口掩码 {mask:.1f} 毫秒（是前者的 {dense:.1f} 倍）；不加窗口的因果 SDPA {sdpa:.1f} 毫秒。").format(**values)
+        return ("FlexAttention，在形状为 ({b}, {h}, {t}, {d}) 的张量上做一次窗口为 {window} 的注意力，分数块大小 {block}："
+                "分块掩码只访问对角线及其下方 {causal} 个分数块中的 {visited} 个。每个比值都在同一进程里两两相邻、交替计时"
+                "（每对各 {calls} 次）。\n"
+                "  带窗口分块掩码的编译内核：{flex:.1f} 毫秒\n"
+                "  同一个内核访问全部因果分数块：{all_tiles:.1f} 毫秒，耗时是带窗口分块掩码版本的 {skip:.1f} 倍\n"
+                "  SDPA 加布尔窗口掩码：{mask:.1f} 毫秒，耗时是带窗口分块掩码版本的 {dense:.1f} 倍\n"
+                "  不加窗口的因果 SDPA：{sdpa:.1f} 毫秒，耗时是带窗口分块掩码版本的 {honest:.1f} 倍\n"
+                "  访问全部因果分数块的编译内核，耗时是因果 SDPA 的 {kernel:.1f} 倍").format(**values)
     return ("FlexAttention, one call on ({b}, {h}, {t}, {d}) with a window of {window} in tiles of {block}: the block mask "
-            "visits {visited} of the {causal} tiles on or below the diagonal. Compiled: {flex:.1f} ms; the same kernel "
-            "visiting every causal tile: {all_tiles:.1f} ms ({skip:.1f}x as long); SDPA with a boolean window mask: "
-            "{mask:.1f} ms ({dense:.1f}x as long); causal SDPA without a window: {sdpa:.1f} ms.").format(**values)
+            "visits {visited} of the {causal} tiles on or below the diagonal. Each ratio is timed as a pair of neighbours "
+            "in one process, in alternating order ({calls} calls each).\n"
+            "  compiled kernel with the window's block mask: {flex:.1f} ms\n"
+            "  the same kernel visiting every causal tile: {all_tiles:.1f} ms, {skip:.1f}x as long as the window block mask\n"
+            "  SDPA with a boolean window mask: {mask:.1f} ms, {dense:.1f}x as long as the window block mask\n"
+            "  causal SDPA without a window: {sdpa:.1f} ms, {honest:.1f}x as long as the window block mask\n"
+            "  the compiled kernel visiting every causal tile takes {kernel:.1f}x as long as causal SDPA").format(**values)
 
 
-# Lesson 14: the real model's decode in three weight formats, batches and the two roofs
-# (make bench BENCH_ARGS=--model, or python -m attention_utils.course.bench --model).
+# Lesson 16: one decode step, KV cache against a fixed state (make bench, or python -m attention_utils.course.bench --recurrent).
+SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"
+
+
+def recurrent_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 16 quotes: ms per decode step and bytes kept, by context length, for the three layers."""
+    from .language import table
+
+    headers = (["T", "softmax + 缓存（毫秒）", "线性注意力（毫秒）", "delta 规则（毫秒）", "缓存（MiB）", "状态（MiB）"]
+               if language == "zh" else
+               ["T", "softmax + cache (ms)", "linear attention (ms)", "delta rule (ms)", "cache (MiB)", "state (MiB)"])
+    rows = [[f"{r['length']:,}", f"{r['softmax_ms']:.2f}", f"{r['linear_ms']:.2f}", f"{r['delta_ms']:.2f}",
+             f"{r['softmax_bytes'] / 2**20:.2f}", f"{r['linear_bytes'] / 2**20:.2f}"]
+            for r in sorted(results["rows"], key=lambda r: r["length"])]
+    return table(headers, rows)
+
+
+def crossovers(results: dict) -> dict:
+    """Where the cache starts to cost more than the delta rule's state: in bytes (exact) and in time (interpolated).
+
+    memory: the T at which 2 × T × d_model × 4 bytes of cache equal the state's bytes. time: the first
+    pair of measured lengths between which the softmax step becomes slower than the delta-rule step,
+    interpolated on log axes (None if it never does, or is slower from the first length on).
+    """
+    rows = sorted(results["rows"], key=lambda r: r["length"])
+    d_model = results["workload"]["d_model"]
+    memory = rows[0]["delta_bytes"] / (2 * d_model * 4)
+    when = None
+    for before, after in zip(rows, rows[1:]):
+        gap_before = math.log(before["softmax_ms"] / before["delta_ms"])
+        gap_after = math.log(after["softmax_ms"] / after["delta_ms"])
+        if gap_before < 0 <= gap_after:
+            share = -gap_before / (gap_after - gap_before)
+            when = math.exp(math.log(before["length"]) + share * (math.log(after["length"]) - math.log(before["length"])))
+            break
+    longest = rows[-1]
+    ratio = longest["softmax_ms"] / longest["delta_ms"]
+    grow = longest["softmax_bytes"] / rows[0]["softmax_bytes"]
+    first = rows[0]
+    already = first["softmax_ms"] >= first["delta_ms"]
+    if when is not None:
+        time_en = (f"In time, the softmax step becomes slower than the delta-rule step between T = {before['length']:,} and "
+                   f"{after['length']:,} (about T = {when:,.0f})")
+        time_zh = (f"在耗时上，softmax 的一步解码在 T = {before['length']:,} 和 {after['length']:,} 之间（约 T = {when:,.0f}）"
+                   "开始慢于 delta 规则")
+    elif already:
+        time_en = (f"In time, the softmax step was already the slower one at T = {first['length']:,}, the shortest context "
+                   f"measured ({first['softmax_ms']:.2f} ms against {first['delta_ms']:.2f} ms)")
+        time_zh = (f"在耗时上，即使在测量的最短上下文 T = {first['length']:,} 时，softmax 的一步解码也已经更慢"
+                   f"（{first['softmax_ms']:.2f} 毫秒对 {first['delta_ms']:.2f} 毫秒）")
+    else:
+        time_en = "In time, the softmax step stayed faster than the delta-rule step at every length measured"
+        time_zh = "在耗时上，测量的每个长度下 softmax 的一步解码都比 delta 规则快"
+    en = (f"The cache outgrows the state at T = {memory:,.0f} tokens. {time_en}; at T = {longest['length']:,} it takes "
+          f"{ratio:.1f}× as long. From T = {first['length']:,} to {longest['length']:,} the cache grew {grow:,.0f}-fold and "
+          "the states not at all.")
+    zh = (f"T = {memory:,.0f} 个词元时，缓存就比状态大了。{time_zh}；到 T = {longest['length']:,} 时，耗时是 delta 规则的 "
+          f"{ratio:.1f} 倍。从 T = {first['length']:,} 到 {longest['length']:,}，缓存增大到原来的 {grow:,.0f} 倍，状态则一点没变。")
+    return {"memory": memory, "time": when, "en": en, "zh": zh}
+
+
+def decode_split(results: dict, fast: str, slow: str = "mha", length: int = 128) -> dict:
+    """Why `fast` ("gqa", "mqa") decodes faster than `slow` at `length`: a constant and a slope, fitted over every T.
+
+    Each variant's time per new token is fitted as a straight line, ms = constant + slope × T, by least
+    squares over the saved lengths. The constant is what a step costs whatever the length (mostly reading
+    the weights); the slope is what each cached token adds (reading its key and value). The gap at
+    `length` splits into the two lines' difference in constants and their difference in slopes × length.
+    """
+    fits = {}
+    for key in (slow, fast):
+        rows = sorted(decode_rows(results, key).values(), key=lambda row: row["length"])
+        fit = statistics.linear_regression([row["length"] for row in rows], [row["cached_ms"] for row in rows])
+        fits[key] = (fit.intercept, fit.slope)
+    weights_share = fits[slow][0] - fits[fast][0]
+    cache_share = (fits[slow][1] - fits[fast][1]) * length
+    slow_row, fast_row = decode_rows(results, slow)[length], decode_rows(results, fast)[length]
+    return {
+        "length": length,
+        "measured_gap_ms": slow_row["cached_ms"] - fast_row["cached_ms"],
+        "weights_share_ms": weights_share,  # the difference in constants
+        "cache_share_ms": cache_share,  # the difference in slopes, times the length
+        "equal_at": weights_share / (fits[slow][1] - fits[fast][1]) if fits[slow][1] > fits[fast][1] else math.inf,
+        "weight_bytes": {slow: slow_row.get("weight_bytes"), fast: fast_row.get("weight_bytes")},
+        "cache_bytes": {slow: slow_row["cache_bytes"], fast: fast_row["cache_bytes"]},
+        "fits": fits,
+    }
+
+
+def decode_split_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
+    """Lesson 12's reading of the GQA and MQA gaps: bytes a step reads, and the constant and slope shares, per variant."""
+    lines = []
+    for fast in ("gqa", "mqa"):
+        split = decode_split(results, fast, length=length)
+        weights, cache = split["weight_bytes"], split["cache_bytes"]
+        values = dict(name=fast.upper(), t=length, gap=split["measured_gap_ms"], w=split["weights_share_ms"],
+                      c=split["cache_share_ms"], mha_w=weights["mha"] / 1e6, fast_w=weights[fast] / 1e6,
+                      mha_c=cache["mha"] / 2**20, fast_c=cache[fast] / 2**20, equal=split["equal_at"])
+        if language == "zh":
+            lines += ["{name} 比 MHA 每步快 {gap:.1f} 毫秒（T = {t}）：其中权重更小占 {w:.1f} 毫秒（常数项之差），"
+                      "缓存更小占 {c:.1f} 毫秒（斜率之差 × T）".format(**values),
+                      "  每一步读取：权重 {mha_w:.0f} MB → {fast_w:.0f} MB，缓存 {mha_c:.2f} MiB → {fast_c:.2f} MiB；"
+                      "两部分在 T ≈ {equal:,.0f} 时相等".format(**values)]
+        else:
+            lines += ["{name} is {gap:.1f} ms per step faster than MHA at T = {t}: {w:.1f} ms from smaller weights "
+                      "(the difference in constants), {c:.1f} ms from a smaller cache (the difference in slopes × T)"
+                      .format(**values),
+                      "  read per step: weights {mha_w:.0f} MB → {fast_w:.0f} MB, cache {mha_c:.2f} MiB → {fast_c:.2f} MiB; "
+                      "the two shares would be equal at T ≈ {equal:,.0f}".format(**values)]
+    return lines
+
+
+# Lesson 13: the real model's prefill and decode step (make bench, or python -m attention_utils.course.bench --model).
 SAVED_MODEL = ROOT / "figures" / "bench_model.json"
 
 
-def model_table(results: dict, language: str = "en") -> str:
-    """The numbers lesson 14 quotes: per variant, weight bytes, ms per decode step at batch 1, ms per prefill, speed."""
-    from .language import table  # imported here so reading JSON stays stdlib-only
+def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[int, dict]:
+    """The saved rows of one weight format and batch size, by prompt length."""
+    return {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
 
-    decode, prefill, sizes = results["decode_ms"], results["prefill_ms"], results["bytes"]
-    quality = results["quality"]
-    headers = (["变体", "权重（MB）", "解码一步（毫秒）", "预填充（毫秒）", "速度（相对 float32）", "贪心一致率", "困惑度比"]
-               if language == "zh" else
-               ["variant", "weights (MB)", "decode step (ms)", "prefill (ms)", "speed vs float32", "greedy agreement",
-                "perplexity ratio"])
-    rows = []
-    for name in decode:
-        fmt = name.removeprefix("package_")
-        shown = sizes.get(fmt, sizes["float32"]) / 1e6
-        found = quality.get(fmt, {})
-        rows.append([name, f"{shown:.0f}", f"{decode[name]:.0f}", f"{prefill[name]:.0f}" if name in prefill else "-",
-                     f"{decode['package_float32'] / decode[name]:.2f}x",
-                     f"{found['tokens_agreeing']:.0%}" if found else "-",
-                     f"{found['perplexity_vs_float32']:.3f}" if found else "-"])
-    return table(headers, rows)
+
+def model_decode_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
+    """What lesson 13 prints from the saved benchmark: prefill and decode step of the real model at one prompt length."""
+    row = model_rows(results)[length]
+    env = results["environment"]
+    values = dict(t=length, prefill=row["prefill_ms"], step=row["decode_ms"], ratio=row["prefill_over_decode"],
+                  weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 2**20, calls=results["workload"]["calls"],
+                  date=env["date"], cpu=env["cpu"], threads=env["threads"])
+    if language == "zh":
+        return ["make bench（{date}，{cpu}，{threads} 个线程），float32，批大小 1，每种交替计时 {calls} 次的中位数：".format(**values),
+                "  预填充 {t} 个词元：{prefill:.0f} 毫秒".format(**values),
+                "  在有 {t} 个词元的缓存上解码一个词元：{step:.1f} 毫秒".format(**values),
+                "  预填充的耗时是一步解码的 {ratio:.1f} 倍（词元数是 {t} 倍）".format(**values),
+                "  一步解码读取的字节：权重 {weights:.0f} MB，缓存 {cache:.1f} MiB".format(**values)]
+    return ["make bench ({date}, {cpu}, {threads} threads), float32, batch 1, medians of {calls} alternating calls each:"
+            .format(**values),
+            "  prefill of {t} tokens: {prefill:.0f} ms".format(**values),
+            "  one decode step against a cache of {t} tokens: {step:.1f} ms".format(**values),
+            "  the prefill takes {ratio:.1f}x as long as one step (for {t}x the tokens)".format(**values),
+            "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MiB".format(**values)]

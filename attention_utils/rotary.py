@@ -10,17 +10,29 @@ Two layouts pair the features differently:
 - "halves": pairs (i, i + d/2), as in many PyTorch code bases (Hugging Face's Llama among them).
 A checkpoint trained in one layout runs in the other once the rows of W_query and W_key of each
 head are permuted with `halves_order` (see `to_halves_layout`).
+
+Two ways to run a trained model on longer texts than it saw (lesson 11 measures both):
+- position interpolation (Chen et al. 2023): every position is divided by a factor s, so a text
+  s times longer meets only the angles training showed; `apply_rotary(..., interpolation=s)`;
+- NTK-aware scaling: a larger base, `ntk_base`, slows the slowest pair by exactly s and leaves
+  pair 0 as it was.
+`extended_context` applies either to every rotary layer of a model, inside a `with` block.
 """
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
+from torch import nn
 
+from .arguments import shown
 from .checks import bilingual, check_size, check_tensor
 
 LAYOUTS = ("interleaved", "halves")
+EXTENSIONS = ("interpolation", "ntk")  # position interpolation, NTK-aware scaling of the base
 
 
 def _check_head_dim(head_dim: object) -> int:
@@ -53,6 +65,29 @@ def _check_base(base: object, name: str = "base") -> float:
             )
         )
     return float(base)
+
+
+def _check_factor(factor: object, name: str = "factor") -> float:
+    """How many times longer the texts are than in training: a finite real number of at least 1."""
+    if isinstance(factor, torch.Tensor) and factor.dim() == 0 and not (factor.is_complex() or factor.dtype == torch.bool):
+        factor = factor.item()
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
+        raise TypeError(
+            bilingual(
+                f"{name} must be a real number of at least 1 (4 for texts 4 times the training length), got "
+                f"{shown(factor)}.",
+                f"{name} 必须是不小于 1 的实数（文本长度是训练长度的 4 倍时取 4），实际是 {shown(factor, True)}。",
+            )
+        )
+    if not 1.0 <= float(factor) < float("inf"):
+        raise ValueError(
+            bilingual(
+                f"{name} must be a finite number of at least 1 (1 changes nothing; 4 for texts 4 times the training "
+                f"length), got {factor!r}.",
+                f"{name} 必须是不小于 1 的有限数（1 表示不做任何改变；文本长度是训练长度的 4 倍时取 4），实际是 {factor!r}。",
+            )
+        )
+    return float(factor)
 
 
 def _check_layout(layout: object, name: str = "layout") -> str:
@@ -121,23 +156,54 @@ def rotary_frequencies(head_dim: int, base: float = 10000.0) -> torch.Tensor:
     return base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
 
 
-def rotary_cos_sin(positions: torch.Tensor, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of every (position, pair) angle, each (..., T, head_dim / 2) for positions (..., T), in float64."""
-    angles = positions.to(torch.float64)[..., None] * rotary_frequencies(head_dim, base)  # (..., T, head_dim / 2)
+def ntk_base(base: float, head_dim: int, factor: float) -> float:
+    """The base of NTK-aware scaling: base * factor ** (head_dim / (head_dim - 2)).
+
+    Pair i turns base ** (-2i / head_dim) per position. With this base the slowest pair,
+    i = head_dim/2 - 1, turns exactly `factor` times slower, so a text `factor` times longer turns
+    it no further than training did; pair 0 keeps its speed of 1 radian per position.
+    """
+    head_dim, base, factor = _check_head_dim(head_dim), _check_base(base), _check_factor(factor)
+    if head_dim == 2:
+        raise ValueError(
+            bilingual(
+                "ntk_base needs head_dim of 4 or more: with one pair, the slowest pair is pair 0, whose speed no base changes.",
+                "ntk_base 要求 head_dim 至少为 4：只有一个特征对时，最慢的就是特征对 0，而任何旋转底数都改变不了它的转速。",
+            )
+        )
+    return base * factor ** (head_dim / (head_dim - 2))
+
+
+def rotary_cos_sin(
+    positions: torch.Tensor, head_dim: int, base: float = 10000.0, interpolation: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every (position, pair) angle, each (..., T, head_dim / 2) for positions (..., T), in float64.
+
+    With position interpolation each position counts as position / interpolation.
+    """
+    interpolation = _check_factor(interpolation, "interpolation")
+    angles = positions.to(torch.float64)[..., None] / interpolation * rotary_frequencies(head_dim, base)  # (..., T, head_dim / 2)
     return torch.cos(angles), torch.sin(angles)
 
 
 def apply_rotary(
-    x: torch.Tensor, positions: int | torch.Tensor = 0, base: float = 10000.0, layout: str = "interleaved"
+    x: torch.Tensor,
+    positions: int | torch.Tensor = 0,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    *,
+    interpolation: float = 1.0,
 ) -> torch.Tensor:
     """x (..., T, head_dim) with each feature pair turned by its angle at positions (an int start, or T positions).
 
-    Queries and keys get it after projection, per head; values never do.
+    Queries and keys get it after projection, per head; values never do. `interpolation` s > 1 turns
+    each token as if it sat at position / s (position interpolation, Chen et al. 2023).
     """
     check_tensor(x, "x", ranks=(2, 3, 4))
     num_tokens, head_dim = x.shape[-2], _check_head_dim(x.shape[-1])
     _check_layout(layout)
-    cos, sin = (t.to(x.dtype) for t in rotary_cos_sin(_positions(positions, num_tokens).to(x.device), head_dim, base))
+    positions = _positions(positions, num_tokens).to(x.device)
+    cos, sin = (t.to(x.dtype) for t in rotary_cos_sin(positions, head_dim, base, interpolation))
     return turn(x, cos, sin, layout)
 
 
@@ -181,3 +247,49 @@ def to_halves_layout(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
         )
     order = halves_order(weight.shape[0] // num_heads)
     return weight.view(num_heads, -1, weight.shape[1])[:, order].reshape(weight.shape)
+
+
+@contextmanager
+def extended_context(model: nn.Module, method: str, factor: float) -> Iterator[nn.Module]:
+    """Inside the `with` block every rotary layer of `model` reads texts `factor` times longer than in training.
+
+    method "interpolation": positions are divided by factor (Chen et al. 2023, position interpolation);
+    method "ntk": the base becomes ntk_base(base, head_dim, factor) (NTK-aware scaling). No weight
+    changes; on leaving the block every layer has its own base and positions back.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            bilingual(
+                f"model must be a torch module with rotary layers, got {type(model).__name__}.",
+                f"model 必须是带有旋转位置编码层的 torch 模块，实际是 {type(model).__name__}。",
+            )
+        )
+    if not isinstance(method, str) or method not in EXTENSIONS:
+        raise (ValueError if isinstance(method, str) else TypeError)(
+            bilingual(
+                f"method must be 'interpolation' (position interpolation) or 'ntk' (NTK-aware scaling), got {shown(method)}.",
+                f"method 只能是 'interpolation'（位置插值）或 'ntk'（NTK 感知缩放），实际是 {shown(method, True)}。",
+            )
+        )
+    factor = _check_factor(factor)
+    layers = [m for m in model.modules() if getattr(m, "rotary_base", None) is not None]
+    if not layers or not all(hasattr(m, "rotary_interpolation") and hasattr(m, "head_dim") for m in layers):
+        raise ValueError(
+            bilingual(
+                "model has no rotary layer this can scale: build it with positions='rotary' (TinyAttentionModel) or "
+                "rotary_base=10000.0 (MultiHeadAttention).",
+                "model 里没有可以缩放的旋转位置编码层：请用 positions='rotary'（TinyAttentionModel）或 "
+                "rotary_base=10000.0（MultiHeadAttention）创建它。",
+            )
+        )
+    saved = [(m.rotary_base, m.rotary_interpolation) for m in layers]
+    try:
+        for m in layers:
+            if method == "ntk":
+                m.rotary_base = ntk_base(m.rotary_base, m.head_dim, factor)
+            else:
+                m.rotary_interpolation = factor
+        yield model
+    finally:
+        for m, (base, interpolation) in zip(layers, saved):
+            m.rotary_base, m.rotary_interpolation = base, interpolation

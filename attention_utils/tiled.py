@@ -16,7 +16,6 @@ import math
 from collections.abc import Iterator
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from .checks import bilingual, check_dim, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
 
@@ -178,18 +177,68 @@ class TiledAttention(torch.autograd.Function):
         ctx.tiling = (block_q, block_k, causal)
 
     @staticmethod
-    @once_differentiable  # the backward is written by hand, so a second derivative through it would be wrong
+    def jvp(ctx, *_tangents):
+        raise ValueError(
+            bilingual(
+                "tiled_attention has no forward-mode derivative (jvp, torch.func.jacfwd, hessian): use "
+                "torch.func.jacrev or torch.autograd.grad for its first derivative, or the package's "
+                "scaled_dot_product_attention for more.",
+                "tiled_attention 没有前向模式的导数（jvp、torch.func.jacfwd、hessian）：一阶导数请用 "
+                "torch.func.jacrev 或 torch.autograd.grad，更高阶的请改用辅助包的 scaled_dot_product_attention。",
+            )
+        )
+
+    @staticmethod
     def backward(ctx, grad_output, _grad_log_sum_exp):
-        queries, keys, values, output, log_sum_exp = ctx.saved_tensors
-        scale = 1.0 / math.sqrt(queries.shape[-1]) if queries.shape[-1] else 1.0
-        grad_queries, grad_keys, grad_values = (torch.zeros_like(t) for t in (queries, keys, values))
-        # d softmax: dS = P * (dP - rowsum(dO * O)), since rowsum(P * dP) = rowsum(dO * O) for every query
-        correction = (grad_output * output).sum(dim=-1, keepdim=True)  # (..., T_q, 1)
-        for rows, columns, tile in scored_tiles(queries, keys, *ctx.tiling):
-            weights = torch.exp(tile - log_sum_exp[..., rows, :])  # (..., bq, bk): the tile's weights, recomputed
-            grad_values[..., columns, :] += weights.transpose(-2, -1) @ grad_output[..., rows, :]
-            grad_weights = grad_output[..., rows, :] @ values[..., columns, :].transpose(-2, -1)
-            grad_scores = weights * (grad_weights - correction[..., rows, :]) * scale
-            grad_queries[..., rows, :] += grad_scores @ keys[..., columns, :]
-            grad_keys[..., columns, :] += grad_scores.transpose(-2, -1) @ queries[..., rows, :]
-        return grad_queries, grad_keys, grad_values, None, None, None
+        with torch.no_grad():  # the backward is written by hand, so a second derivative through it would be wrong
+            grads = _tiled_backward(ctx, grad_output)
+        if torch.is_grad_enabled():  # create_graph=True: these gradients may be differentiated again, so say why not
+            grads = NoSecondDerivative.apply(*grads, *ctx.saved_tensors[:3])
+        return (*grads, None, None, None)
+
+
+class NoSecondDerivative(torch.autograd.Function):
+    """Passes tiled attention's gradients on; differentiating them again raises a clear error.
+
+    torch's own once_differentiable returns gradients with no history when the incoming gradient has
+    none (loss.sum()), so a second torch.autograd.grad says only "does not require grad". Here the
+    gradients take their history from the inputs (queries, keys, values), and its backward refuses.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(grad_queries, grad_keys, grad_values, *_inputs):
+        return grad_queries.clone(), grad_keys.clone(), grad_values.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, outputs):
+        pass
+
+    @staticmethod
+    def backward(ctx, *_grads):
+        raise ValueError(
+            bilingual(
+                "tiled_attention has a first derivative only (its backward is written by hand): for a second "
+                "derivative (create_graph=True, a Hessian) use the package's scaled_dot_product_attention instead.",
+                "tiled_attention 只有一阶导数（它的反向传播是手写的）：需要二阶导数（create_graph=True、Hessian）时，"
+                "请改用辅助包的 scaled_dot_product_attention。",
+            )
+        )
+
+
+def _tiled_backward(ctx, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The gradients of queries, keys and values, tile by tile, from the saved log-sum-exp."""
+    queries, keys, values, output, log_sum_exp = ctx.saved_tensors
+    scale = 1.0 / math.sqrt(queries.shape[-1]) if queries.shape[-1] else 1.0
+    grad_queries, grad_keys, grad_values = (torch.zeros_like(t) for t in (queries, keys, values))
+    # d softmax: dS = P * (dP - rowsum(dO * O)), since rowsum(P * dP) = rowsum(dO * O) for every query
+    correction = (grad_output * output).sum(dim=-1, keepdim=True)  # (..., T_q, 1)
+    for rows, columns, tile in scored_tiles(queries, keys, *ctx.tiling):
+        weights = torch.exp(tile - log_sum_exp[..., rows, :])  # (..., bq, bk): the tile's weights, recomputed
+        grad_values[..., columns, :] += weights.transpose(-2, -1) @ grad_output[..., rows, :]
+        grad_weights = grad_output[..., rows, :] @ values[..., columns, :].transpose(-2, -1)
+        grad_scores = weights * (grad_weights - correction[..., rows, :]) * scale
+        grad_queries[..., rows, :] += grad_scores @ keys[..., columns, :]
+        grad_keys[..., columns, :] += grad_scores.transpose(-2, -1) @ queries[..., rows, :]
+    return grad_queries, grad_keys, grad_values

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from .alibi import ALiBiAttention
 from .checks import (
     Overflowed,
     bilingual,
@@ -34,8 +35,12 @@ from .inference.kv_cache import KVCache, check_model_cache
 from .fused import FusedMultiHeadAttention
 from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention
 
-POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary")
+POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary", "alibi")
 ROTARY_BASE = 10000.0  # "rotary" turns each layer's queries and keys with the RoFormer paper's base (lesson 11)
+# "alibi" takes 1/2 per position of distance off every score: the steepest of the slopes 1/2 ... 1/256 that
+# Press et al. give an 8-head model (lesson 11). alibi_slopes(1) would give a single head 1/256, too flat
+# to single out one neighbour among 16.
+ALIBI_SLOPE = 0.5
 
 
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
@@ -140,6 +145,8 @@ class TinyAttentionModel(nn.Module):
             )
         rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
         self.layers = nn.ModuleList(
+            ALiBiAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
+                           slopes=[ALIBI_SLOPE] * num_heads) if positions == "alibi" else
             MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads, rotary_base=rotary_base)
             for _ in range(num_layers)
         )
@@ -242,6 +249,15 @@ class CachedTinyModel(nn.Module):
                 bilingual(
                     f"CachedTinyModel copies a TinyAttentionModel, got {type(model).__name__}.",
                     f"CachedTinyModel 复制的是 TinyAttentionModel，实际是 {type(model).__name__}。",
+                )
+            )
+        if model.positions == "alibi":
+            raise ValueError(
+                bilingual(
+                    "CachedTinyModel runs rotary, learned, sinusoidal or no positions; it has no ALiBi layers, so it "
+                    "would drop the distance penalty. Generate with the model itself.",
+                    "CachedTinyModel 只支持旋转位置编码、可学习的、正弦式位置嵌入或不用位置信息；它没有 ALiBi 层，"
+                    "会丢掉距离惩罚。请直接用原模型生成。",
                 )
             )
         self.vocab_size, self.context_length = model.vocab_size, model.context_length

@@ -29,6 +29,17 @@ def _reproducible():
     torch.set_num_threads(2)
 
 
+@pytest.fixture(autouse=True)
+def _english_unless_a_test_says_otherwise():
+    """Each test starts in English, and a test that switches to Chinese cannot leak it into the next one:
+    package errors lead with the learner's language, so a leaked "zh" would swap their two lines."""
+    from attention_utils.language import choose_language
+
+    choose_language("en")
+    yield
+    choose_language("en")
+
+
 @dataclass
 class ChineseRun:
     """The outcome of `make run LANGUAGE=zh`: its folder, whether the network was cut off, and what it printed."""

@@ -4,7 +4,7 @@
     redrawn = drive(explorers.lesson05.show_mask)          # {control label: the figure changed}
     assert all(redrawn.values())
 
-`attention_utils.widgets.explore` shows the controls and a figure through IPython's `display`;
+`attention_utils.explorers.widgets.explore` shows the controls and a figure through IPython's `display`;
 here `display` is replaced by a recorder, so no notebook or browser is needed.
 """
 
@@ -19,7 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from attention_utils import widgets as explorer_frame  # noqa: E402
+from attention_utils.explorers import widgets as explorer_frame  # noqa: E402
 
 
 def png(figure) -> bytes:

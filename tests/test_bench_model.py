@@ -1,53 +1,63 @@
-"""Lesson 14's bench: the summary's ratios from hand-made timings, and the alternating order of the timed variants."""
+"""The real model's decode benchmark: it times what it says, counts bytes by hand, and the README and lesson 13 quote the saved file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import nbformat
 import pytest
+import torch
 
-from attention_utils.course.bench.model_formats import interleave, summary
+from attention_utils import results
+from attention_utils.course.bench import model_decode, model_report
 
-
-def test_summary_ratios_by_hand():
-    results = {"decode_ms": {"package_float32": 50.0, "package_bfloat16": 25.0, "package_int8": 40.0,
-                             "transformers_float32": 60.0, "matmul_floor": 45.0},
-               "batches": {"float32": {"1": 50.0, "8": 80.0}}}
-    found = summary(results)
-    assert found["package_over_floor_speed"] == pytest.approx(0.9)
-    assert found["package_over_transformers_speed"] == pytest.approx(1.2)
-    assert found["best_format"] == "bfloat16" and found["best_format_speedup"] == pytest.approx(2.0)
-    assert found["batch8_over_batch1_tokens_per_s"] == pytest.approx((8 / 80) / (1 / 50))
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = ROOT / "notebooks" / "13_a_real_language_model.ipynb"
+# SmolLM2-135M by hand: 134,515,008 parameters (its published configuration, tied embeddings), 4 bytes each in float32
+WEIGHT_BYTES = 134_515_008 * 4
+PER_TOKEN = 2 * 30 * 3 * 64 * 4  # keys and values, 30 layers, 3 key/value heads of 64, float32
 
 
-def test_rounds_alternate_the_order():
-    calls = []
-
-    def variant(name):
-        return lambda: (lambda: calls.append(name))
-
-    timed = interleave({"a": variant("a"), "b": variant("b")}, rounds=2, steps=1)
-    assert set(timed) == {"a", "b"}
-    assert calls == ["a", "a", "b", "b", "b", "b", "a", "a"]  # warm-up and timed call; the second round reversed
-
-
-class Sizes:  # SmolLM2-135M, as its GGUF header states
-    d_model, num_layers, num_heads, num_kv_heads, head_dim, d_ff, vocab_size = 576, 30, 9, 3, 64, 1536, 49152
+def test_one_length_is_timed_both_ways_and_counted_by_hand(smollm2):
+    model = smollm2[0]
+    torch.set_num_threads(1)
+    with torch.inference_mode():
+        row = model_decode.measure_length(model, model_decode.ModelVariant(), length=8, calls=2)
+    assert row["weight_bytes"] == WEIGHT_BYTES
+    assert row["cache_bytes"] == row["formula_cache_bytes"] == 8 * PER_TOKEN
+    assert row["prefill_ms"] > 0 and row["decode_ms"] > 0
+    assert row["prefill_over_decode"] == pytest.approx(row["prefill_ms"] / row["decode_ms"])
+    assert (row["weights"], row["batch"]) == ("float32", 1)
 
 
-def test_roofline_points_and_the_table_by_hand():
-    from attention_utils.course.bench.model_formats import roofline_points
-    from attention_utils.results import model_table
+def test_only_float32_is_measured_yet():
+    with pytest.raises(ValueError, match="lesson 14"):
+        model_decode.load_model(model_decode.ModelVariant(weights="int8"))
 
-    results = {"prompt_length": 64, "batches": {"float32": {"1": 100.0, "8": 125.0}, "bfloat16": {"1": 50.0}},
-               "bytes": {"float32": 538_060_032, "bfloat16": 269_030_016, "int8": 163_483_776},
-               "decode_ms": {"package_float32": 100.0, "package_int8": 80.0, "matmul_floor": 60.0},
-               "prefill_ms": {"package_float32": 400.0},
-               "quality": {"float32": {"tokens_agreeing": 1.0, "perplexity_vs_float32": 1.0},
-                           "int8": {"tokens_agreeing": 0.95, "perplexity_vs_float32": 1.01}}}
-    points = {p["label"]: p for p in roofline_points(results, Sizes)}
-    flops_b1 = 2 * (30 * 3_538_944 + 576 * 49152) + 30 * 4 * 9 * 64 * 65  # the 65th token sees 65 keys
-    assert points["decode float32 B=1"]["gflop_s"] == pytest.approx(flops_b1 / 0.1 / 1e9)
-    assert points["decode float32 B=8"]["intensity"] == pytest.approx(8 * points["decode float32 B=1"]["intensity"], rel=0.05)
-    assert points["decode bfloat16 B=1"]["intensity"] == pytest.approx(2 * points["decode float32 B=1"]["intensity"], rel=0.01)
-    shown = model_table(results)
-    assert "package_int8" in shown and "1.25x" in shown and "95%" in shown
-    assert "解码一步" in model_table(results, "zh")
+
+def test_the_saved_results_are_consistent():
+    saved = results.load_saved(results.SAVED_MODEL)
+    rows = results.model_rows(saved)
+    assert sorted(rows) == list(saved["workload"]["lengths"])
+    for length, row in rows.items():
+        assert row["cache_bytes"] == row["formula_cache_bytes"] == length * PER_TOKEN
+        assert row["weight_bytes"] == WEIGHT_BYTES
+        assert row["prefill_over_decode"] == pytest.approx(row["prefill_ms"] / row["decode_ms"])
+
+
+def test_the_readme_shows_the_saved_model_results():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.index("<!-- decode:end -->") < readme.index("<!-- model:start -->")
+    section = readme.split("<!-- model:start -->\n", 1)[1].split("\n<!-- model:end -->", 1)[0]
+    assert section == model_report.model_markdown(results.load_saved(results.SAVED_MODEL))
+
+
+def test_lesson_13_quotes_the_saved_results_and_times_nothing_live():
+    lesson = nbformat.read(LESSON, as_version=4)
+    saved = results.load_saved(results.SAVED_MODEL)
+    quoting = [cell for cell in lesson.cells if cell.cell_type == "code" and "results.model_decode_lines" in cell.source]
+    assert len(quoting) == 1
+    stored = "".join(output.get("text", "") for output in quoting[0].outputs)
+    assert stored.strip() == "\n".join(results.model_decode_lines(saved, "en")).strip()
+    code = "\n".join(cell.source for cell in lesson.cells if cell.cell_type == "code")
+    assert "perf_counter" not in code and "import time" not in code

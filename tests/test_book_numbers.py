@@ -1,6 +1,8 @@
-"""The package reproduces the values printed in the book's chapter 3 (seed 004), to 4 decimals.
+"""The package reproduces the values printed in the book's chapter 3, to 4 decimals.
 
-Expected tensors are typed from the book's printed outputs: an independent source.
+Expected tensors are typed from the book's printed outputs: an independent source. (Seed 004, a
+reader's annotated copy of the chapter's notebook, prints the same values except in its dropout
+cells, which show the mask an Intel CPU draws; the book's dropout mask is in test_dropout_book_mask.py.)
 """
 
 import torch

@@ -12,7 +12,9 @@ import pytest
 import torch
 
 import attention_utils as au
+from attention_utils.inference import flex_window
 from attention_utils.models import head_scores
+from attention_utils.models.llama import model_inputs
 from attention_utils.tiny_model import CachedTinyModel, TinyAttentionModel
 from contract_helpers import assert_contract_error
 
@@ -115,3 +117,191 @@ def test_head_measurements_refuse_a_model_that_is_not_lesson_13s(bad, tiny_model
 @pytest.mark.parametrize("module", [au.MultiHeadAttention, au.FusedMultiHeadAttention])
 def test_rotary_layout_is_checked_even_without_a_rotary_base(module, bad):
     assert_contract_error(lambda: module(8, 8, 10, 0.0, 4, rotary_layout=bad), "rotary_layout")
+
+
+# ---- Contract 3 (issue 30): generation bounded before it starts, empty sizes, the tokenizer, FlexAttention's inputs
+
+class Echo(torch.nn.Module):
+    """A stand-in language model that states no context length: logits (b, T, 5) that always pick token 1."""
+
+    def forward(self, tokens):
+        return torch.nn.functional.one_hot(torch.ones_like(tokens), 5).float()
+
+
+def test_generate_refuses_more_tokens_than_the_context_before_it_starts(tiny_model):
+    prompt = torch.tensor([[1, 2, 3]])
+    assert au.generate(tiny_model, prompt, 30).tokens.shape == (1, 33)  # reads 32 = context_length tokens: allowed
+    assert_contract_error(lambda: au.generate(tiny_model, prompt, 31), "new_tokens", "context length is 32", "at most new_tokens=30")
+    assert_contract_error(lambda: au.generate(tiny_model, prompt, 31, au.KVCache(1)), "new_tokens")
+    assert_contract_error(lambda: au.generate(tiny_model, torch.ones(1, 40, dtype=torch.long), 1), "prompt", "32")
+
+
+def test_generate_refuses_a_billion_tokens_of_the_real_model_at_once(smollm2):
+    model, _ = smollm2
+    message = assert_contract_error(lambda: au.generate(model, torch.tensor([[504]]), 10**9, au.KVCache(30)), "new_tokens")
+    assert "8192" in message and "8,192" in message
+    assert_contract_error(lambda: au.generate(model, torch.tensor([[504]]), 20_000), "new_tokens")
+
+
+def test_generate_bounds_a_model_that_states_no_context():
+    assert au.generate(Echo(), torch.tensor([[0]]), 3).tokens.tolist() == [[0, 1, 1, 1]]
+    assert_contract_error(lambda: au.generate(Echo(), torch.tensor([[0]]), 10_001), "new_tokens", "10,000")
+
+
+def test_zero_new_tokens_give_logits_of_the_vocabulary_width(tiny_model):
+    assert au.generate(tiny_model, torch.tensor([[1, 2]]), 0).logits.shape == (1, 0, 10)  # the model states vocab_size
+    assert au.generate(Echo(), torch.tensor([[0], [2]]), 0).logits.shape == (2, 0, 5)  # one run on the prompt tells it
+
+
+@pytest.mark.parametrize("model", [torch.nn.Identity(), torch.nn.Flatten(0)])
+def test_generate_names_a_model_whose_output_is_not_logits(model):
+    assert_contract_error(lambda: au.generate(model, torch.tensor([[1, 2]]), 2), "model", "(batch, T, vocab)", kind=ValueError)
+
+
+@pytest.mark.parametrize("bad", [torch.tensor([[1.0, 2.0]]), [[1, 2]], torch.tensor([1, 2]), torch.zeros(1, 0, dtype=torch.long),
+                                 torch.tensor([[True]])])
+def test_generate_checks_the_prompt(tiny_model, bad):
+    assert_contract_error(lambda: au.generate(tiny_model, bad, 2), "prompt")
+
+
+def test_the_real_model_on_a_batch_of_0(smollm2):
+    model, _ = smollm2
+    assert model(torch.zeros(0, 3, dtype=torch.long)).shape == (0, 3, model.config.vocab_size)
+
+
+def test_a_layer_cache_takes_0_new_tokens():
+    cache, empty = au.LayerCache(), torch.randn(1, 2, 0, 4)
+    keys, values, positions = cache.update(empty, empty)
+    assert keys.shape == values.shape == (1, 2, 0, 4) and positions.numel() == 0 and cache.position == 0
+    ring, token = au.LayerCache(), torch.randn(1, 2, 1, 4)
+    for step in range(5):  # a window of 2 with 1 sink holds 3 tokens: full after three steps, then a ring buffer
+        ring.update(token + step, token + step, window=2, sinks=1)
+        ring.update(empty, empty, window=2, sinks=1)  # adding nothing changes nothing, not even the ring's next slot
+    assert sorted(ring.positions.tolist()) == [0, 3, 4] and ring.position == 5
+    assert_contract_error(lambda: ring.update(torch.randn(1, 3, 0, 4), torch.randn(1, 3, 0, 4), window=2, sinks=1), "kv_heads")
+
+
+CODE_POINTS = [c for c in range(0, 0x110000, 251) if not 0xD800 <= c <= 0xDFFF]
+
+
+def test_the_tokenizer_writes_every_character_or_names_it(smollm2):
+    """Every 251st code point: it round-trips, or it is one the vocabulary has no byte token for, and says so."""
+    _, tokenizer = smollm2
+    refused = []
+    for code in CODE_POINTS:
+        text = f"a{chr(code)}b"
+        try:
+            assert tokenizer.decode(tokenizer.encode(text)) == text, hex(code)
+        except ValueError as error:
+            assert f"U+{code:04X}" in str(error) and "position 1" in str(error), str(error)
+            refused.append(code)
+    # exactly the characters whose UTF-8 holds a byte missing from SmolLM2's vocabulary: U+40000..U+BFFFF
+    # (lead bytes 0xF1, 0xF2) and the control characters 0x04, 0x06, 0x13, 0x14, 0x16, 0x1D
+    assert refused == [c for c in CODE_POINTS if 0x40000 <= c <= 0xBFFFF or c in (0x04, 0x06, 0x13, 0x14, 0x16, 0x1D)]
+    assert_contract_error(lambda: tokenizer.encode("x\U00050000y"), "text", "U+50000", "0xF1")
+
+
+@pytest.mark.parametrize("text", ["ab\ud800cd", "\udfff", "emoji cut in half: \ud83d"])
+def test_the_tokenizer_refuses_a_lone_surrogate(smollm2, text):
+    _, tokenizer = smollm2
+    assert_contract_error(lambda: tokenizer.encode(text), "text", "surrogate")
+    assert_contract_error(lambda: model_inputs(tokenizer, text), "prompt", "surrogate")
+
+
+@pytest.mark.parametrize("bad", [None, "Ġt", [1, 2], ["a", 3]])
+def test_a_tokenizer_is_built_from_lists_of_strings(bad):
+    from attention_utils.models.bpe_tokenizer import ByteLevelBPE
+
+    assert_contract_error(lambda: ByteLevelBPE(["a", "b"], bad), "merges", kind=TypeError)
+
+
+def test_flex_window_attention_needs_a_block_mask_that_fits():
+    from attention_utils.inference.flex_window import flex_window_attention, window_block_mask, window_mask_mod
+
+    q = torch.randn(1, 2, 128, 8)
+    assert_contract_error(lambda: flex_window_attention(q, q, q, None, compiled=False), "block_mask", "window_block_mask(128",
+                          kind=TypeError)
+    assert_contract_error(lambda: flex_window_attention(q, q, q, window_block_mask(256, 16), compiled=False), "block_mask",
+                          "(256, 256)")
+    mask = window_block_mask(128, 16)
+    assert_contract_error(lambda: flex_window_attention(q, torch.randn(1, 2, 128, 4), q, mask, compiled=False), "head_dim")
+    assert_contract_error(lambda: flex_window_attention(q, q, torch.randn(1, 3, 128, 8), mask, compiled=False), "values")
+    assert_contract_error(lambda: flex_window_attention(q, q, q.double(), mask, compiled=False), "values", kind=TypeError)
+    assert_contract_error(lambda: flex_window_attention(q, q, q, mask, compiled="yes"), "compiled", kind=TypeError)
+    assert_contract_error(lambda: window_mask_mod(None), "window")
+
+
+@pytest.mark.parametrize("device", ["tpu9", "cuda:7", "", "CPU", 3.0])
+def test_a_window_mask_names_a_device_this_machine_lacks(device):
+    assert_contract_error(lambda: au.sliding_window_mask(5, 2, device=device), "device")
+
+
+def test_a_window_mask_on_meta_has_a_shape_and_no_values():
+    assert au.sliding_window_mask(4, 2, device="meta").shape == (4, 4)
+
+
+@pytest.mark.parametrize("empty", [torch.zeros(0, 0), torch.zeros(3, 0), torch.zeros(0, 9)])
+def test_strongest_of_an_empty_table(empty):
+    assert_contract_error(lambda: head_scores.strongest(empty), "scores", "empty")
+
+
+@pytest.mark.parametrize("bad", [2**64, 2**70, -1, 1.5, None, True])
+def test_repeated_random_tokens_takes_a_seed_as_every_seed(bad):
+    assert_contract_error(lambda: head_scores.repeated_random_tokens(5, bad), "seed")
+
+
+def test_repeated_random_tokens_takes_the_largest_seed():
+    tokens = head_scores.repeated_random_tokens(3, 2**64 - 1)
+    assert tokens.shape == (1, 6) and tokens[0, :3].tolist() == tokens[0, 3:].tolist()
+
+
+def test_tiled_attention_refuses_a_second_derivative_clearly():
+    q, k, v = (torch.randn(1, 2, 8, 4, requires_grad=True) for _ in range(3))
+    (first,) = torch.autograd.grad(au.tiled_attention(q, k, v).sum(), q, create_graph=True)
+    (plain,) = torch.autograd.grad(au.tiled_attention(q, k, v).sum(), q)
+    reference = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    (expected,) = torch.autograd.grad(reference.sum(), q)
+    assert torch.allclose(first, plain) and torch.allclose(plain, expected, atol=1e-5)  # the first derivative is right
+    assert_contract_error(lambda: torch.autograd.grad(first.sum(), q), "tiled_attention", "second derivative")
+
+
+# ---- found by a second round of odd inputs: sizes that cost time or memory are bounded, devices named
+
+def test_a_kv_cache_of_a_billion_layers_is_refused_and_numpy_indices_count():
+    assert_contract_error(lambda: au.KVCache(10**9), "num_layers", "1,024")
+    cache = au.KVCache(np.int32(2))
+    assert cache[np.int64(1)] is cache.layers[1]
+
+
+def test_a_file_that_asks_for_too_large_a_model_is_refused(smollm2):
+    from attention_utils.models.gguf_file import GGUFFile, read_gguf
+    from attention_utils.models.llama import LlamaConfig
+
+    real = read_gguf()
+    for key, value, name in [("llama.block_count", 10**6, "llama.block_count"), ("llama.embedding_length", 10**7, "llama.embedding_length"),
+                             ("llama.block_count", "30", "llama.block_count")]:
+        changed = GGUFFile(real.path, {**real.metadata, key: value}, real.tensors, real.data)
+        assert_contract_error(lambda: LlamaConfig.from_gguf(changed), name)
+
+
+def test_the_real_model_names_tokens_on_another_device(smollm2):
+    model, _ = smollm2
+    assert_contract_error(lambda: model(torch.zeros(1, 2, dtype=torch.long, device="meta")), "tokens", "tokens.to('cpu')",
+                          kind=TypeError)
+
+
+@pytest.mark.parametrize("call", [lambda: au.sliding_window_mask(2**22, 4),
+                                  lambda: flex_window.window_block_mask(2**23, 16)])
+def test_a_window_mask_too_large_for_memory_says_how_large_it_can_be(call):
+    assert_contract_error(call, "num_tokens", "at most about")
+
+
+@pytest.mark.parametrize("period, high, name", [(2**40, 100, "period"), (3, 2**64, "high")])
+def test_repeated_random_tokens_bounds_its_sizes(period, high, name):
+    assert_contract_error(lambda: head_scores.repeated_random_tokens(period, 0, 0, high), name)
+
+
+def test_tiled_attention_names_its_missing_forward_mode():
+    q = torch.randn(1, 4, 3)
+    assert_contract_error(lambda: torch.func.hessian(lambda x: au.tiled_attention(x, x, x).sum())(q), "tiled_attention",
+                          "forward-mode")

@@ -310,3 +310,45 @@ def test_scores_that_overflow_their_dtype_are_an_error_not_nan():
 def test_input_on_another_device_than_the_module():
     says(TypeError, lambda: au.MultiHeadAttention(3, 4, 6, 0.0, 2)(torch.empty(1, 6, 3, device="meta")),
          "is on meta but the module's weights are on cpu", "x.to('cpu')", "移动输入")
+
+
+def has_chinese(line: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in line)
+
+
+def test_the_message_leads_with_the_learners_language():
+    """Lesson 5's too-long input: English first in an English run, Chinese first in a Chinese one, same two lines."""
+    from attention_utils.language import choose_language
+
+    module = au.CausalAttention(3, 2, 6, 0.0)
+    too_long = torch.rand(1, 8, 3)
+    english_run = says(ValueError, lambda: module(too_long), "context_length=6", "context_length=6")
+    choose_language("zh")
+    try:
+        chinese_run = says(ValueError, lambda: module(too_long), "context_length=6")
+    finally:
+        choose_language("en")
+    en_first, zh_second = english_run.splitlines()
+    zh_first, en_second = chinese_run.splitlines()
+    assert not has_chinese(en_first) and has_chinese(zh_second), english_run
+    assert has_chinese(zh_first) and not has_chinese(en_second), chinese_run
+    assert (en_first, zh_second) == (en_second, zh_first)
+    assert str(pytest.raises(ValueError, lambda: module(too_long)).value) == english_run  # back to English first
+
+
+def test_a_checker_reports_an_error_in_the_learners_language(capsys):
+    """A package error inside a checker is quoted by its first line: the Chinese one in a Chinese lesson."""
+    from attention_utils.exercises import checker
+    from attention_utils.language import choose_language
+
+    @checker
+    def check_something(answer):
+        au.CausalAttention(3, 2, 6, 0.0)(answer)
+
+    choose_language("zh")
+    try:
+        check_something(torch.rand(1, 8, 3))
+    finally:
+        choose_language("en")
+    said = capsys.readouterr().out
+    assert said.startswith("❌ 还不对") and "输入有 8 个词元" in said and "The input" not in said, said

@@ -58,8 +58,15 @@ def test_padding_mask(capsys):
     assert "inverted" in verdict(capsys)
     lesson05.check_padding_mask(causal.expand(2, 6, 6))
     assert "causal mask only" in verdict(capsys)
-    lesson05.check_padding_mask(causal | pad[:, :, None])  # hides pad queries instead of pad keys
-    assert "Not yet" in verdict(capsys)
+    whole_rows = right | pad[:, :, None]  # the pad keys and the pad queries' whole rows
+    assert whole_rows[1, 4:].all()  # by hand: rows 4 and 5 of sentence 2 then see no key at all
+    lesson05.check_padding_mask(whole_rows)
+    out = verdict(capsys)
+    assert "Not yet" in out and "Hide only the pad keys" in out and "NaN" in out and "整行" in out
+    # with right padding, hiding the pad queries instead of the pad keys is the same mask (the future hides the rest)
+    assert torch.equal(causal | pad[:, :, None], whole_rows)
+    lesson05.check_padding_mask(causal | pad[:, :, None])
+    assert "Hide only the pad keys" in verdict(capsys)
     lesson05.check_padding_mask(right)
     assert "Correct" in verdict(capsys)
 

@@ -154,3 +154,65 @@ def test_the_right_order_makes_the_halves_layout_give_the_same_scores():
                                     Unreadable(), torch.tensor([True] * 8), {0: 0}, [[0], [2]]])
 def test_the_rows_checker_answers_anything_with_a_verdict(answer):
     assert "Not yet" in said(lesson11.check_halves_rows, answer)
+
+
+# Exercise 4: the learner's rotate_complex, against rotations written here pair by pair with cmath.
+def turned_by_hand(x: torch.Tensor, positions: torch.Tensor, base: float, sign: int = 1, halves: bool = False) -> torch.Tensor:
+    """Each pair turned with cmath.exp, one number at a time: the reference the right and wrong answers are built from."""
+    out = torch.empty_like(x, dtype=torch.float64)
+    t_count, d = x.shape
+    for t in range(t_count):
+        for i in range(d // 2):
+            a, b = (i, i + d // 2) if halves else (2 * i, 2 * i + 1)
+            z = complex(x[t, a], x[t, b]) * cmath.exp(sign * 1j * int(positions[t]) * base ** (-2 * i / d))
+            out[t, a], out[t, b] = z.real, z.imag
+    return out
+
+
+def right_rotation(x, positions, base=10000.0):
+    return turned_by_hand(x, positions, base).to(x.dtype)
+
+
+def test_a_right_rotate_complex_is_right():
+    assert "Correct" in said(lesson11.check_complex_rotation, right_rotation)
+
+
+def test_the_reference_here_agrees_with_the_package():
+    from attention_utils.rotary import apply_rotary
+
+    x = torch.randn(4, 6, dtype=torch.float64)
+    positions = torch.tensor([0, 3, 9, 40])
+    torch.testing.assert_close(turned_by_hand(x, positions, 100.0), apply_rotary(x, positions, 100.0))
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda x, p, b: turned_by_hand(x, p, b, sign=-1), "other way"),
+    (lambda x, p, b: turned_by_hand(x, p, b, halves=True), "halves"),
+    (lambda x, p, b: turned_by_hand(x, p, b ** 0.5), "−2i/d"),
+    (lambda x, p, b: x.clone(), "Nothing turned"),
+    (lambda x, p, b: turned_by_hand(x, p, 10000.0), "use the base"),
+    (lambda x, p, b: torch.view_as_complex(x.reshape(x.shape[0], -1, 2).contiguous()), "view_as_real"),
+    (lambda x, p, b: turned_by_hand(x, p, b)[:, :2], "shaped like x"),
+    (lambda x, p, b: turned_by_hand(x, p, b).tolist(), "shaped like x"),
+    (lambda x, p, b: turned_by_hand(x, p + 1, b), "differs from apply_rotary"),
+])
+def test_typical_mistakes_with_rotate_complex_get_their_hint(answer, words):
+    out = said(lesson11.check_complex_rotation, answer)
+    assert "Not yet" in out and words in out
+
+
+@pytest.mark.parametrize("answer", [..., "rotate_complex", right_rotation(torch.ones(2, 4), torch.arange(2)),
+                                    lambda x: x, lambda x, p, b: 1 / 0, lambda x, p, b: Unreadable()])
+def test_the_rotation_checker_answers_anything_with_a_verdict(answer):
+    assert "Not yet" in said(lesson11.check_complex_rotation, answer)
+
+
+def test_the_rotation_hints_are_in_chinese_in_a_chinese_lesson():
+    from attention_utils.language import choose_language
+
+    choose_language("zh")
+    try:
+        out = said(lesson11.check_complex_rotation, lambda x, p, b: turned_by_hand(x, p, b, sign=-1))
+    finally:
+        choose_language("en")
+    assert "还不对" in out and "转反了方向" in out and "other way" not in out

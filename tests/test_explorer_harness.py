@@ -6,7 +6,7 @@ import ipywidgets
 import matplotlib.pyplot as plt
 from explorer_harness import drive
 
-from attention_utils.widgets import explore
+from attention_utils.explorers.widgets import explore
 
 
 def show_line(ignore_last: bool = False) -> None:

@@ -75,6 +75,14 @@ def test_kernel_figure_marks_the_skipped_tile():
     plt.close(fig)
 
 
+def test_kernel_figure_says_nothing_is_computed_at_step_0(lang):
+    """Step 0 is the start: no tile has been computed yet (the Chinese review: not "tile 0 of 9")."""
+    fig = lesson09.draw_kernel(tiled_loop, au.example_inputs(), list(au.TOKENS), step=0, block=2, causal=True)
+    title = fig.axes[0].get_title()
+    assert title == ("开始：还没有计算任何分数块（共 9 个）" if lang == "zh" else "start: no tile computed yet (of 9)")
+    plt.close(fig)
+
+
 def test_memory_figure_reads_the_saved_results():
     from attention_utils import results
 

@@ -38,7 +38,9 @@ def with_window_mask(model: TinyAttentionModel, window: int, sinks: int) -> Tiny
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**16), positions=st.sampled_from(POSITION_KINDS), heads=st.sampled_from([1, 2, 4]),
+# CachedTinyModel refuses ALiBi, whose penalty its fused layers do not have (tests/test_alibi.py checks the refusal)
+@given(seed=st.integers(0, 2**16), positions=st.sampled_from([k for k in POSITION_KINDS if k != "alibi"]),
+       heads=st.sampled_from([1, 2, 4]),
        layers=st.integers(1, 3), prompt_length=st.integers(1, 8), new_tokens=st.integers(0, 10),
        window=st.one_of(st.none(), st.integers(1, 6)), sinks=st.integers(0, 2))
 def test_cached_generation_equals_recomputing_everything(seed, positions, heads, layers, prompt_length, new_tokens,

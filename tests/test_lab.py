@@ -113,7 +113,7 @@ def has_note(path: Path, words: str) -> bool:
     return any(words in cell.source for cell in nbformat.read(path, as_version=4).cells)
 
 
-def test_the_learners_work_survives_restarts_clean_and_new_lessons(tmp_path):
+def test_the_learners_work_survives_restarts_clean_and_new_lessons(tmp_path, monkeypatch):
     """Play the learner: copy, edit and save, start again, make clean, the source lesson changes, take it."""
     source = tmp_path / "series" / "notebooks"
     shutil.copytree(ROOT / "notebooks", source)
@@ -134,12 +134,31 @@ def test_the_learners_work_survives_restarts_clean_and_new_lessons(tmp_path):
     written, outdated = my_lessons.prepare("zh", mine, source)
     assert written == [] and outdated == [lesson] and has_note(lesson, "LEARNER")
 
-    # taking the new version moves the learner's copy to a dated backup first
+    # taking the new version moves the learner's copy to a dated backup first; the clock stands still, so the
+    # second reset below falls within the same second as this one (backups are named by the second)
+    monkeypatch.setattr(my_lessons.time, "strftime", lambda layout: "20261125-093000")
     fresh = my_lessons.reset("zh", LESSONS[2][:2], mine, source)
     backups = list((mine / "zh" / "backups").glob(f"{Path(LESSONS[2]).stem}.*.ipynb"))
     assert len(backups) == 1 and has_note(backups[0], "LEARNER")
     assert fresh == lesson and not has_note(lesson, "LEARNER") and has_note(lesson, "new in this version")
     assert my_lessons.prepare("zh", mine, source) == ([], [])
+
+    # a second reset within the same second takes a new backup name: the first backup keeps the work
+    add_learner_note(lesson, "LEARNER: second try")
+    my_lessons.reset("zh", LESSONS[2][:2], mine, source)
+    again = sorted((mine / "zh" / "backups").glob(f"{Path(LESSONS[2]).stem}.*.ipynb"))
+    assert len(again) == 2 and backups[0] in again
+    assert has_note(backups[0], "LEARNER: softmax") and not has_note(backups[0], "second try")
+    (second,) = set(again) - {backups[0]}
+    assert has_note(second, "LEARNER: second try") and not has_note(lesson, "LEARNER")
+
+
+@pytest.mark.parametrize("language, lesson", [("fr", "03"), ("zh", "99"), ("zh", None), ("zh", "٣")])
+def test_a_reset_names_a_language_or_lesson_it_does_not_know(tmp_path, language, lesson):
+    with pytest.raises(SystemExit) as error:
+        my_lessons.reset(language, lesson, tmp_path / "mine")
+    english, chinese = str(error.value).splitlines()
+    assert "LANGUAGE=" in english + chinese or "LESSON=03" in english and "课" in chinese
 
 
 def test_make_lab_says_which_lessons_are_newer(tmp_path):

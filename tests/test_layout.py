@@ -156,12 +156,13 @@ def test_lessons_read_saved_results_not_the_harness():
         assert "attention_utils.course" not in lesson.read_text(encoding="utf-8"), f"{lesson.name} imports the workshop"
 
 
-def names_in_init() -> dict[str, str]:
-    """`au.<name>` -> the module that defines it, read from the package's __init__ (relative imports only)."""
+def names_in_init(package: str = "attention_utils") -> dict[str, str]:
+    """`<package>.<name>` -> the module that defines it, read from the package's __init__ (relative imports only)."""
+    init = PACKAGE.parent.joinpath(*package.split("."), "__init__.py")
     found = {}
-    for node in ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8")).body:
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-            found |= {alias.asname or alias.name: "attention_utils." + node.module for alias in node.names}
+            found |= {alias.asname or alias.name: f"{package}.{node.module}" for alias in node.names}
     return found
 
 
@@ -176,7 +177,14 @@ def library_modules_of(lesson: Path) -> list[str]:
         source = "\n".join(line for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attention_utils"):
-                used |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names}
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    if name in known:  # a module: from attention_utils.inference import kv_cache
+                        used.add(name)
+                    elif known.get(node.module, Path()).name == "__init__.py":  # a name a package re-exports
+                        used.add(names_in_init(node.module).get(alias.name, node.module))
+                    else:
+                        used.add(node.module)
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "au":
                 used.add(by_name.get(node.attr, f"attention_utils.{node.attr}"))
     everywhere = {"attention_utils", "attention_utils.environment", "attention_utils.language"}

@@ -102,12 +102,19 @@ def test_a_prompt_must_be_text(ours, bad):
         model_inputs(tokenizer, bad)
 
 
-@pytest.mark.parametrize("empty", ["", "\x04"])
-def test_an_empty_prompt_is_refused(ours, empty):
+def test_an_empty_prompt_is_refused(ours):
     _, tokenizer = ours
     with pytest.raises(ValueError, match="has no tokens") as error:
-        model_inputs(tokenizer, empty)
+        model_inputs(tokenizer, "")
     assert "没有任何词元" in str(error.value)
+
+
+def test_a_prompt_of_a_character_the_vocabulary_cannot_write_is_named(ours):
+    """0x04 has no token in SmolLM2's vocabulary: the prompt is refused, naming it, rather than shortened in silence."""
+    _, tokenizer = ours
+    with pytest.raises(ValueError, match=r"U\+0004") as error:
+        model_inputs(tokenizer, "\x04")
+    assert "写不出" in str(error.value)
 
 
 def test_a_prompt_longer_than_the_context_is_refused(ours):

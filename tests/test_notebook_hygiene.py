@@ -78,11 +78,12 @@ def test_lesson_has_every_part(lesson):
     assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "**You will learn to**" in markdown and "## Summary" in markdown and "## 小结" in markdown
-    number = int(path.name[:2])
-    if number > 1:
-        assert re.search(rf"\]\({number - 1:02d}_[^)]+\.ipynb\)", markdown), "no link to the previous lesson"
-    last = int(LESSONS[-1].name[:2])
-    assert re.search(rf"\]\({number + 1:02d}_[^)]+\.ipynb\)", markdown) or number == last, "no link to the next lesson"
+    # the neighbours in the series as it stands (a lesson not yet written leaves a gap in the numbers)
+    index = [p.name for p in LESSONS].index(path.name)
+    if index > 0:
+        assert f"]({LESSONS[index - 1].name})" in markdown, f"no link to the previous lesson, {LESSONS[index - 1].name}"
+    if index + 1 < len(LESSONS):
+        assert f"]({LESSONS[index + 1].name})" in markdown, f"no link to the next lesson, {LESSONS[index + 1].name}"
 
 
 PLUMBING = re.compile(r"\b(plt\.|ax\w*\.|fig\.|figure\.|widgets\.|ipywidgets\.)")

@@ -65,3 +65,22 @@ def test_refuses_anything_but_n_by_3(bad, error):
 def test_needs_one_label_per_vector():
     with pytest.raises(ValueError, match="one label per vector"):
         plotting.plot_vectors_3d(torch.rand(3, 3), ["a", "b"])
+
+
+def test_the_thick_arrow_can_take_another_colour_and_labels_sit_in_front():
+    """Lesson 3 draws its context vector black, so orange keeps meaning the query 'journey' across lessons."""
+    from contract_helpers import assert_contract_error
+    from matplotlib.colors import to_rgba
+
+    plotting.set_language("en")
+    x = au.example_inputs()
+    fig = plotting.plot_vectors_3d(x, au.TOKENS, highlight=1, highlight_color="black")
+    quivers = fig.axes[0].collections
+    assert to_rgba(quivers[1].get_edgecolor()[0]) == to_rgba("black")
+    assert to_rgba(quivers[0].get_edgecolor()[0]) == to_rgba("tab:blue")
+    labels = [t for t in fig.axes[0].texts if t.get_text() in au.TOKENS]
+    assert all(t.get_zorder() > max(q.get_zorder() for q in quivers) and t.get_bbox_patch() for t in labels)
+    plt.close(fig)
+    assert_contract_error(lambda: plotting.plot_vectors_3d(x, au.TOKENS, highlight_color=3), "highlight_color", kind=TypeError)
+    assert_contract_error(lambda: plotting.plot_vectors_3d(x, au.TOKENS, highlight_color="blackish"), "highlight_color",
+                          kind=ValueError)

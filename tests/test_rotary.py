@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from attention_utils import training
 from attention_utils.modules import MultiHeadAttention
-from attention_utils.rotary import apply_rotary, halves_order, to_halves_layout
+from attention_utils.rotary import apply_rotary, extended_context, halves_order, ntk_base, rotary_frequencies, to_halves_layout
 from attention_utils.tiny_model import TinyAttentionModel
 
 
@@ -112,15 +112,18 @@ def test_halves_layout_equals_complex_multiplication(half, tokens, start, base, 
 # Rotary positions inside MultiHeadAttention and the tiny model
 
 
-def attention_by_complex_numbers(mha: MultiHeadAttention, x: torch.Tensor, start: int, base: float) -> torch.Tensor:
-    """The rotary module's output, recomputed head by head with complex numbers and an explicit causal loop."""
+def attention_by_complex_numbers(mha: MultiHeadAttention, x: torch.Tensor, start: int, base: float,
+                                 factor: float = 1.0) -> torch.Tensor:
+    """The rotary module's output, recomputed head by head with complex numbers and an explicit causal loop.
+
+    With `factor`, positions are divided by it (position interpolation)."""
     b, num_tokens, _ = x.shape
     heads, size = mha.num_heads, mha.head_dim
     with torch.no_grad():
         projected = [layer(x).double().view(b, num_tokens, heads, size) for layer in (mha.W_query, mha.W_key, mha.W_value)]
     queries, keys, values = projected
     theta = base ** (-torch.arange(0, size, 2, dtype=torch.float64) / size)
-    turn = torch.exp(1j * torch.outer(torch.arange(start, start + num_tokens, dtype=torch.float64), theta))  # (T, size/2)
+    turn = torch.exp(1j * torch.outer(torch.arange(start, start + num_tokens, dtype=torch.float64) / factor, theta))
     as_pairs = lambda v: torch.complex(v[..., 0::2], v[..., 1::2])  # noqa: E731 - interleaved pairs
     q, k = as_pairs(queries) * turn[None, :, None], as_pairs(keys) * turn[None, :, None]  # (b, T, h, size/2)
     context = torch.zeros(b, num_tokens, heads, size, dtype=torch.float64)
@@ -259,3 +262,102 @@ def test_the_rotary_tiny_model_needs_heads_whose_features_pair_up():
         TinyAttentionModel(8, 12, d_model=6, num_heads=2, positions="rotary")
     english, chinese = str(caught.value).split("\n")
     assert "d_model" in english and "d_model" in chinese
+
+
+# --------------------------------------------------------------------------------------------------
+# Context extension: position interpolation and NTK-aware scaling (lesson 11, section 7)
+
+
+def interpolated_by_complex_numbers(x: torch.Tensor, start: int, base: float, factor: float) -> torch.Tensor:
+    """Interleaved pairs as complex numbers, turned at the fractional positions m / factor."""
+    num_tokens, half = x.shape[-2], x.shape[-1] // 2
+    theta = torch.tensor([base ** (-2 * i / (2 * half)) for i in range(half)], dtype=torch.float64)
+    m = torch.arange(start, start + num_tokens, dtype=torch.float64) / factor
+    pairs = torch.complex(x[..., 0::2].double(), x[..., 1::2].double()) * torch.exp(1j * torch.outer(m, theta))
+    return torch.stack((pairs.real, pairs.imag), dim=-1).flatten(-2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(half=st.integers(1, 16), tokens=st.integers(1, 6), start=st.integers(0, 5000),
+       factor=st.floats(1.0, 64.0), seed=st.integers(0, 2**16))
+def test_position_interpolation_equals_complex_multiplication_at_fractional_positions(half, tokens, start, factor, seed):
+    x = torch.randn(2, tokens, 2 * half, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    expected = interpolated_by_complex_numbers(x, start, 10000.0, factor)
+    torch.testing.assert_close(apply_rotary(x, start, interpolation=factor), expected, rtol=0, atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(half=st.integers(1, 16), k=st.integers(0, 500), factor=st.integers(1, 8), seed=st.integers(0, 2**16))
+def test_interpolating_by_s_at_position_s_k_is_turning_at_position_k(half, k, factor, seed):
+    x = torch.randn(3, 2 * half, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    positions = torch.arange(k, k + 3)  # tokens at s k, s (k + 1), s (k + 2) count as k, k + 1, k + 2
+    torch.testing.assert_close(apply_rotary(x, factor * positions, interpolation=factor), apply_rotary(x, positions),
+                               rtol=0, atol=1e-9)
+
+
+def test_the_ntk_base_by_hand():
+    assert ntk_base(100.0, 4, 4) == pytest.approx(1600.0)  # 100 * 4 ** (4 / 2)
+    assert ntk_base(10000.0, 32, 4) == pytest.approx(43872.9, abs=0.1)  # 10000 * 4 ** (16 / 15) = 10000 * 4.38729...
+    assert ntk_base(10000.0, 32, 1) == 10000.0  # a factor of 1 changes nothing
+
+
+@settings(max_examples=30, deadline=None)
+@given(half=st.integers(2, 64), base=st.sampled_from([500.0, 10000.0, 500000.0]), factor=st.floats(1.0, 32.0))
+def test_the_ntk_base_slows_the_slowest_pair_by_the_factor_and_keeps_pair_0(half, base, factor):
+    head_dim = 2 * half
+    before, after = rotary_frequencies(head_dim, base), rotary_frequencies(head_dim, ntk_base(base, head_dim, factor))
+    assert after[0].item() == before[0].item() == 1.0
+    assert after[-1].item() == pytest.approx(before[-1].item() / factor, rel=1e-9)
+    assert bool((after <= before * (1 + 1e-12)).all()) and bool((after >= before / factor * (1 - 1e-12)).all())
+
+
+def test_extended_context_matches_second_implementations_and_puts_everything_back():
+    torch.manual_seed(4)
+    mha = MultiHeadAttention(5, 8, 12, 0.0, 2, rotary_base=10000.0).eval()
+    x = torch.randn(2, 12, 5)
+    with torch.no_grad():
+        plain = mha(x)
+        with extended_context(mha, "ntk", 4) as same:
+            assert same is mha
+            ntk = mha(x).double()
+        with extended_context(mha, "interpolation", 3):
+            interpolated = mha(x).double()
+        after = mha(x)
+    hand_base = 10000.0 * 4 ** (4 / 2)  # head_dim 4: base * s ** (d / (d - 2))
+    torch.testing.assert_close(ntk, attention_by_complex_numbers(mha, x, 0, hand_base), rtol=0, atol=2e-5)
+    torch.testing.assert_close(interpolated, attention_by_complex_numbers(mha, x, 0, 10000.0, factor=3.0), rtol=0, atol=2e-5)
+    assert torch.equal(after, plain) and mha.rotary_base == 10000.0 and mha.rotary_interpolation == 1.0
+
+
+def test_extended_context_reaches_every_layer_of_the_tiny_model_and_restores_it_after_an_error():
+    torch.manual_seed(0)
+    model = TinyAttentionModel(8, 12, d_model=16, num_heads=2, num_layers=2, positions="rotary")
+    with pytest.raises(RuntimeError):
+        with extended_context(model, "ntk", 2):
+            assert all(layer.rotary_base == pytest.approx(10000.0 * 2 ** (8 / 6)) for layer in model.layers)
+            raise RuntimeError("stop")
+    assert all(layer.rotary_base == 10000.0 and layer.rotary_interpolation == 1.0 for layer in model.layers)
+
+
+@pytest.mark.parametrize(
+    "call, error, names",
+    [
+        (lambda: apply_rotary(torch.randn(3, 4), interpolation=0.5), ValueError, "interpolation"),
+        (lambda: apply_rotary(torch.randn(3, 4), interpolation="2"), TypeError, "interpolation"),
+        (lambda: apply_rotary(torch.randn(3, 4), interpolation=float("inf")), ValueError, "interpolation"),
+        (lambda: ntk_base(10000.0, 2, 4), ValueError, "head_dim"),
+        (lambda: ntk_base(10000.0, 32, 0.5), ValueError, "factor"),
+        (lambda: ntk_base(1.0, 32, 2), ValueError, "base"),
+        (lambda: extended_context(MultiHeadAttention(4, 8, 5, 0.0, 2, rotary_base=10000.0), "yarn", 2).__enter__(),
+         ValueError, "method"),
+        (lambda: extended_context(MultiHeadAttention(4, 8, 5, 0.0, 2, rotary_base=10000.0), "ntk", True).__enter__(),
+         TypeError, "factor"),
+        (lambda: extended_context(MultiHeadAttention(4, 8, 5, 0.0, 2), "ntk", 2).__enter__(), ValueError, "rotary"),
+        (lambda: extended_context("model", "ntk", 2).__enter__(), TypeError, "model"),
+    ],
+)
+def test_bad_context_extension_settings_get_one_sentence_in_each_language(call, error, names):
+    with pytest.raises(error) as caught:
+        call()
+    english, chinese = str(caught.value).split("\n")
+    assert names in english and names in chinese

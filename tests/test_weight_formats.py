@@ -64,6 +64,19 @@ def test_int8_model_equals_its_dequantized_float32_copy(smollm2):
     assert model.token_embedding.weight.dtype == torch.float32
 
 
+def test_int8_layers_pass_every_check_of_the_package(smollm2):
+    """An int8 layer shows a .weight like nn.Linear's (dtype and device for the checks), which the checked path reads."""
+    model, _ = smollm2
+    int8 = to_format(model, "int8", torch.float32)
+    qkv = int8.blocks[0].attention.qkv
+    torch.testing.assert_close(qkv.weight, dequantize_rows(qkv.values, qkv.scale), rtol=0, atol=0)
+    x = torch.randn(1, 3, model.config.d_model)
+    attention = int8.blocks[0].attention
+    with torch.no_grad():  # attention called alone goes through every input and output check
+        torch.testing.assert_close(attention(x), dequantized(int8).blocks[0].attention(x), rtol=1e-4, atol=1e-4)
+    assert_contract_error(lambda: attention(x.double()), "x")
+
+
 def test_weight_bytes_by_hand(smollm2):
     model, _ = smollm2
     c = model.config
@@ -75,7 +88,7 @@ def test_weight_bytes_by_hand(smollm2):
     rest = c.vocab_size * c.d_model + (2 * c.num_layers + 1) * c.d_model  # embedding, norms
     assert weight_bytes(model) == 4 * (linear + rest)
     assert weight_bytes(to_format(model, "bfloat16")) == 2 * (linear + rest)
-    assert weight_bytes(to_format(model, "int8")) == linear + 4 * rows + 2 * rest
+    assert weight_bytes(to_format(model, "int8")) == linear + 2 * rows + 2 * rest  # scales in bfloat16, as it computes
 
 
 @pytest.mark.parametrize("format", ["bfloat16", "int8"])

@@ -33,6 +33,8 @@ ALLOWED_USES = {
     "标记": ("标记为", "标记出"),  # the verb "to tag/mark", not a name for a token
     "令牌": ("带令牌（token）的网址",),  # JupyterLab's login token, not a word token
     "可以看": ("可以看到", "可以看出", "可以看看", "可以看成", "可以看作"),  # "can see/regard as", not "may attend"
+    # the rotary base is 旋转底数 (底数 once introduced), never a bare 底; the other words only contain the character
+    "底": ("底数", "底层", "到底", "底面", "底部", "彻底", "底色"),
 }
 # English function words that have no place in a Chinese sentence (code and quoted tokens aside;
 # single letters are left out because they are variable names: dot(a, b), Z = A X).
@@ -321,7 +323,8 @@ COMMON_RULES = {
 def banned_variants(glossary: Path = GLOSSARY) -> list[tuple[str, str, str]]:
     """(variant, context, rule) for each "never …"/"not …" of the glossary's term table.
 
-    "never 标记/令牌" bans both everywhere; "never 长度 for d_k" bans 长度 in a sentence about d_k.
+    "never 标记/令牌" bans both everywhere; "never 长度 for d_k" bans 长度 in a sentence about d_k. A note that
+    names one sense ("a page is 页, never 块") is left to readers: 块 and 分块 are right in their other senses.
     """
     banned = []
     for line in glossary.read_text(encoding="utf-8").splitlines():
@@ -329,6 +332,8 @@ def banned_variants(glossary: Path = GLOSSARY) -> list[tuple[str, str, str]]:
         if not line.startswith("|") or len(cells) < 3:
             continue
         english, chinese, notes = cells[0], cells[1], cells[2]
+        if re.search(r"\bis \S+, never ", notes):
+            continue
         for phrase in re.findall(r"\b(?:never|not)\s+([^;,.()]+)", notes):
             variants, _, context = phrase.partition(" for ")
             for variant in variants.split("/"):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
+import os
 import re
 import shutil
 import sys
@@ -120,9 +122,30 @@ def prepare(language: str, root: Path, source: Path = Path("notebooks")) -> tupl
     return written, outdated
 
 
+def _new_backup(folder: Path, stem: str) -> Path:
+    """A backup name no earlier backup has: the time to the second, then -2, -3, ... for resets within one second.
+
+    The name is reserved by creating the file exclusively, so even two resets at once never share one.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for count in itertools.count(1):
+        backup = folder / (f"{stem}.{stamp}.ipynb" if count == 1 else f"{stem}.{stamp}-{count}.ipynb")
+        try:
+            backup.open("xb").close()
+        except FileExistsError:
+            continue
+        return backup
+    raise AssertionError("unreachable")  # itertools.count never ends
+
+
 def reset(language: str, lesson: str, root: Path, source: Path = Path("notebooks")) -> Path:
     """Move the learner's copy of one lesson to a dated backup, then write the current version in its place."""
-    matches = [p for p in lesson_paths(source) if p.name.startswith(f"{int(lesson):02d}_")] if lesson.isdigit() else []
+    if language not in ("en", "zh"):
+        raise SystemExit(bilingual(f"No copy in language {language!r}: say LANGUAGE=en or LANGUAGE=zh.",
+                                   f"没有语言为 {language!r} 的副本：请写 LANGUAGE=en 或 LANGUAGE=zh。"))
+    number = str(lesson) if isinstance(lesson, int) and not isinstance(lesson, bool) else lesson
+    number = number if isinstance(number, str) and number.isascii() else ""  # LESSON=03, or 3 from Python
+    matches = [p for p in lesson_paths(source) if p.name.startswith(f"{int(number):02d}_")] if number.isdigit() else []
     if not matches:
         raise SystemExit(bilingual(f"No lesson {lesson!r}: give its number, e.g. LESSON=03.",
                                    f"没有第 {lesson!r} 课：请给出课程编号，例如 LESSON=03。"))
@@ -130,8 +153,8 @@ def reset(language: str, lesson: str, root: Path, source: Path = Path("notebooks
     target = home / "notebooks" / path.name
     _writable(home / BACKUPS)
     if target.exists():
-        backup = home / BACKUPS / f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
-        shutil.move(str(target), str(backup))
+        backup = _new_backup(home / BACKUPS, path.stem)
+        os.replace(target, backup)  # onto the empty file _new_backup reserved: same folder tree, so a rename
         _say(f"Your copy of {path.name} is now {backup}.", f"你的 {path.name} 副本已移到 {backup}。")
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(learner_copy(path, language), target)

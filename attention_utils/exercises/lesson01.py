@@ -135,7 +135,7 @@ def check_ranking_for_step(answer: object) -> None:
                         "这是按点积排出的顺序，长向量会排到前面。请改为按余弦值排序。")
     if given == list(reversed(expected)):
         return feedback(False, "The right order, but reversed: put the closest direction first.",
-                        "顺序对了，但方向反了：请把方向最接近的词元放在最前面。")
+                        "顺序整个排反了：请把余弦值最大（方向最接近）的词元放在最前面。")
     correct = given == expected
     pairs = [f"{TOKENS[i]} {cosines[i]:.4f}" for i in sorted(range(5), key=lambda i: -cosines[i])]
     feedback(

@@ -132,7 +132,7 @@ def check_stable_softmax(softmax: object) -> None:
             return feedback(False, f"For the scores {scores} the weights should be "
                                    f"{[round(w, 4) for w in expected.tolist()]}; check each step.",
                             f"对分数 {scores}，权重应为 {[round(w, 4) for w in expected.tolist()]}；请逐步检查计算过程。")
-    weights = [round(w, 4) for w in _softmax_rows([list(BIG_SCORES)])[0]]
+    weights = "[" + ", ".join(f"{w:.4f}" for w in _softmax_rows([list(BIG_SCORES)])[0]) + "]"  # 4 decimals each
     feedback(True, f"Your softmax survives huge and very negative scores; for {list(BIG_SCORES)} it gives {weights}.",
              f"你的 softmax 经得起很大的分数和绝对值很大的负分数；对 {list(BIG_SCORES)}，它给出 {weights}。")
 

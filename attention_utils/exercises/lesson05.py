@@ -15,6 +15,7 @@ from torch import nn
 
 from ..data import example_inputs
 from . import as_real_tensor, as_whole_number, check_tensor_answer, checker, feedback, has_form, missing
+from .padding import padding_slip
 
 
 def _projections(seed: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -75,6 +76,9 @@ def check_padding_mask(answer: object) -> None:
     if torch.equal(answer, causal.expand(2, 6, 6)):
         return feedback(False, "This is the causal mask only: also hide the last two keys of the second sequence.",
                         "这只是因果掩码：还要遮住第二个序列的最后两个键。")
+    slip = padding_slip(answer, causal, is_pad)
+    if slip is not None:
+        return feedback(False, *slip)
     correct = torch.equal(answer, expected)
     feedback(
         correct,

@@ -64,8 +64,8 @@ def check_dropout_function(answer: object) -> None:
                         "p = 0 时不应丢弃任何元素，也不应缩放。")
     mean = (result / x).mean().item()
     feedback(True, f"{fraction:.1%} of the entries survived, each multiplied by {1 / (1 - P):.2f}; "
-             f"the mean of y/x is {mean:.3f}.",
-             f"保留了 {fraction:.1%} 的元素，每个都乘以 {1 / (1 - P):.2f}；y/x 的均值为 {mean:.3f}。")
+             f"the mean of the output over the input, y/x with y = my_dropout(x, {P}), is {mean:.3f}.",
+             f"保留了 {fraction:.1%} 的元素，每个都乘以 {1 / (1 - P):.2f}；输出与输入之比 y/x（y = my_dropout(x, {P})）的均值为 {mean:.3f}。")
 
 
 def _eval_reference() -> torch.Tensor:

@@ -11,6 +11,7 @@ import torch
 from ..fused import FusedMultiHeadAttention
 from ..modules import MultiHeadAttention
 from . import as_real_tensor, as_whole_number, checker, feedback, missing
+from .padding import padding_slip
 
 # Exercise 1 calls the learner's function on modules of its own: one with projection biases, one without.
 SOURCES = (
@@ -152,7 +153,7 @@ def check_attention_bytes(answer: object) -> None:
         expected // 2**30: ("Give the answer in bytes, not GiB.", "请用字节表示答案，而不是 GiB。"),
         expected // 2**20: ("Give the answer in bytes, not MiB.", "请用字节表示答案，而不是 MiB。"),
     }
-    en, zh = hints.get(value, ("Multiply batch × heads × T × T × bytes per number.", "请计算 批大小 × 头数 × T × T × 每个数的字节数。"))
+    en, zh = hints.get(value, ("Multiply batch × heads × T × T × bytes per number.", "请计算：批大小 × 头数 × T × T × 每个数的字节数。"))
     feedback(False, en, zh)
 
 
@@ -203,12 +204,13 @@ def check_merged_mask(answer: object) -> None:
          "未来已经遮住了，但填充的键没有：还要遮住 padding_mask 为 True 的那些键。"),
         ((~padding)[:, None, None, :].expand(2, 1, 5, 5), "The padding is hidden, but the future is not: combine it with the causal mask.",
          "填充已经遮住了，但未来没有：还要与因果掩码合并。"),
-        (causal_only & (~padding)[:, None, :, None], "Padding must be hidden as keys (the last dimension), not as queries.",
-         "要遮住的是作为键的填充词元（最后一维），而不是作为查询的。"),
     ]
     for wrong, en, zh in hints:
         if torch.equal(answer, wrong):
             return feedback(False, en, zh)
+    slip = padding_slip(~answer[:, 0], ~causal_only[:, 0], padding)  # the slips lesson 5's checker names too
+    if slip is not None:
+        return feedback(False, *slip)
     if not torch.equal(answer, expected):
         return feedback(False, "Query i may attend to key j when j <= i and key j is not padding.",
                         "当 j <= i 且键 j 不是填充词元时，查询 i 才可以关注键 j。")

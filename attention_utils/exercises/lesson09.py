@@ -208,5 +208,5 @@ def check_tile_elements(answer: object) -> None:
                                                                  "这是累积输出的大小；每个句子、每个头的分数块是 block_q × block_k。"),
     }
     en, zh = hints.get(value, ("Multiply batch × heads × block_q × block_k; T does not appear.",
-                               "请计算 批大小 × 头数 × block_q × block_k；T 不出现在式子里。"))
+                               "请计算：批大小 × 头数 × block_q × block_k；T 不出现在式子里。"))
     feedback(False, en, zh)

@@ -1,4 +1,4 @@
-"""Checkers for lesson 11: turn one pair by hand, predict how fast pairs turn, reorder rows for the halves layout."""
+"""Checkers for lesson 11: a pair turned by hand, pair speeds, rows for halves, a rotation by complex numbers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ..rotary import apply_rotary
 from . import as_real_number, as_real_tensor, as_whole_number, checker, feedback, missing
 
 # Exercise 1: the pair (0.6, 0.8) is pair 1 of a head with 4 features, base 100, at position 3.
@@ -16,6 +17,8 @@ PAIR_INDEX, PAIR_HEAD_DIM, PAIR_BASE, PAIR_POSITION = 1, 4, 100.0, 3
 SPEED_HEAD_DIM, SPEED_BASE = 64, 10000.0
 # Exercise 3: one head of 8 features stored for interleaved pairs.
 ROWS_HEAD_DIM = 8
+# Exercise 4: rotate_complex(x, positions, base) is tried on these cases: (tokens, head_dim, base, positions).
+COMPLEX_CASES = ((5, 8, 10000.0, (0, 1, 2, 3, 4)), (3, 6, 100.0, (0, 7, 30)))
 
 
 def _numbers(answer: object) -> torch.Tensor | None:
@@ -96,9 +99,10 @@ def check_speeds(fastest: object, slowest: object, full_turn: object) -> None:
     expected = 2 * math.pi / speed
     if math.isclose(turn, expected, rel_tol=0.01):
         return feedback(True, f"Pair {slow} turns {speed:.3g} rad per position, so a full turn (2π) takes about "
-                        f"{expected:,.0f} positions. A 16-letter training sequence turns it by less than a thousandth of a turn.",
+                        f"{expected:,.0f} positions. Training on 4,096 tokens turns it by less than a tenth of a turn, "
+                        "so a longer text shows it angles it has never met.",
                         f"特征对 {slow} 每个位置转 {speed:.3g} 弧度，转一整圈（2π）大约需要 {expected:,.0f} 个位置。"
-                        "一条 16 个字母的训练序列，只让它转了不到千分之一圈。")
+                        "在 4,096 个词元上训练，也只让它转了不到十分之一圈，所以更长的文本会让它遇到从没见过的角度。")
     mistakes = [
         (1 / speed, "That is how many positions one radian takes; a full turn is 2π radians.",
          "这是转 1 弧度需要的位置数；转一整圈是 2π 弧度。"),
@@ -146,3 +150,68 @@ def check_halves_rows(answer: object) -> None:
              f"前后两半配对中，特征 j 与特征 j + {half} 配对。索引为 j 的特征对必须是原来的那一对 (2j, 2j + 1)："
              "旧矩阵的哪两行应该放到新矩阵索引为 j 和 j + 4 的行？")
 
+
+
+def _other_rotations(x: torch.Tensor, positions: torch.Tensor, base: float) -> list[tuple[torch.Tensor, str, str]]:
+    """What common slips give on x, each with its hint: the other direction, halves pairs, speeds without the 2, no turn."""
+    d = x.shape[-1]
+    backwards = apply_rotary(x * torch.tensor([1.0, -1.0] * (d // 2), dtype=x.dtype), positions, base)
+    backwards = backwards * torch.tensor([1.0, -1.0] * (d // 2), dtype=x.dtype)  # conj, turn, conj: the other way round
+    no_two = apply_rotary(x, positions, base ** 0.5)  # base ** (-i / d) is (base ** 0.5) ** (-2i / d)
+    slips = [
+        (backwards, "Your pairs turn the other way: multiply by e^{j m θ} (torch.polar(ones, angles)), not by its conjugate.",
+         "你的特征对转反了方向：应该乘以 e^{j m θ}（torch.polar(ones, angles)），而不是它的共轭。"),
+        (apply_rotary(x, positions, base, layout="halves"),
+         "You paired feature i with i + d/2 (the halves layout). Here pairs are neighbours: reshape the last dimension "
+         "to (d/2, 2) before torch.view_as_complex.",
+         "你把特征 i 和特征 i + d/2 配成了一对（前后两半配对）。这里的特征对是相邻的两个特征：调用 torch.view_as_complex "
+         "之前，先把最后一维变形为 (d/2, 2)。"),
+        (no_two, "The speeds are base^(−i/d) with i = 0, 1, 2, ...: the exponent is −2i/d, one per pair "
+         "(torch.arange(0, d, 2) / d).",
+         "你用的转速是 base^(−i/d)（i = 0, 1, 2, ……）：指数应为 −2i/d，每个特征对一个（torch.arange(0, d, 2) / d）。"),
+        (x, "Nothing turned: the angle of pair i at position m is m θ_i; multiply each pair by e^{j m θ_i}.",
+         "什么都没有转：位置 m 上特征对 i 的角度是 m θ_i；请把每个特征对乘以 e^{j m θ_i}。"),
+    ]
+    return slips
+
+
+@checker
+def check_complex_rotation(rotate_complex: object) -> None:
+    """Exercise 4: rotate_complex(x, positions, base) turns interleaved pairs as apply_rotary does, through complex numbers."""
+    if missing(rotate_complex):
+        return
+    if not callable(rotate_complex):
+        return feedback(False, "Pass your function itself: rotate_complex, without parentheses.",
+                        "请传入函数本身：rotate_complex，不要加括号。")
+    generator = torch.Generator().manual_seed(11)
+    for tokens, head_dim, base, where in COMPLEX_CASES:
+        x = torch.randn(tokens, head_dim, generator=generator, dtype=torch.float64)
+        positions = torch.tensor(where)
+        found = rotate_complex(x.clone(), positions.clone(), base)
+        if isinstance(found, torch.Tensor) and found.is_complex():
+            return feedback(False, "Your function returns complex numbers: turn them back into real pairs with "
+                            "torch.view_as_real(...) and flatten the last two dimensions (.flatten(-2)).",
+                            "你的函数返回的是复数：请用 torch.view_as_real(...) 把它们变回实数对，再把最后两维展平（.flatten(-2)）。")
+        if not isinstance(found, torch.Tensor) or tuple(found.shape) != tuple(x.shape):
+            shape = tuple(found.shape) if isinstance(found, torch.Tensor) else type(found).__name__
+            return feedback(False, f"rotate_complex should return a real tensor shaped like x, {tuple(x.shape)}; got {shape}.",
+                            f"rotate_complex 应返回与 x 形状相同的实数张量 {tuple(x.shape)}；实际是 {shape}。")
+        found = found.detach().to(torch.float64)
+        if torch.allclose(found, apply_rotary(x, positions, base), atol=1e-5):
+            continue
+        for wrong, hint_en, hint_zh in _other_rotations(x, positions, base):
+            if torch.allclose(found, wrong, atol=1e-5):
+                return feedback(False, hint_en, hint_zh)
+        if base != COMPLEX_CASES[0][2] and torch.allclose(found, apply_rotary(x, positions, COMPLEX_CASES[0][2]), atol=1e-5):
+            return feedback(False, f"With base={base:g} your function still turns as with 10000: use the base it is given.",
+                            f"base={base:g} 时，你的函数仍按 10000 转动：请使用传入的 base。")
+        return feedback(False, f"On {tokens} tokens of {head_dim} features (base {base:g}, positions {list(where)}) the "
+                        "result differs from apply_rotary: pair i is x[2i] + j·x[2i+1], turned by e^{j·m·θ_i}, "
+                        "θ_i = base^(−2i/d).",
+                        f"在 {tokens} 个 {head_dim} 维词元上（base {base:g}，位置 {list(where)}），结果与 apply_rotary 不同："
+                        "特征对 i 是复数 x[2i] + j·x[2i+1]，要乘以 e^{j·m·θ_i}，其中 θ_i = base^(−2i/d)。")
+    feedback(True, "Multiplying each pair by e^{j m θ_i} is the rotation of section 1: the same numbers as apply_rotary "
+             "for heads of 8 and 6 features, bases 10000 and 100, positions 0 to 4 and 0, 7, 30. Meta's Llama code "
+             "turns queries and keys this way.",
+             "把每个特征对乘以 e^{j m θ_i}，就是第 1 节的旋转：在 8 维和 6 维的头、旋转底数 10000 和 100、位置 0 到 4 以及 "
+             "0、7、30 上，都与 apply_rotary 给出相同的数值。Meta 的 Llama 代码就是这样转动查询和键的。")

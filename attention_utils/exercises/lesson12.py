@@ -1,4 +1,4 @@
-"""Checkers for lesson 12: the cache size of a real model, a cached generator without the position bug, a window W."""
+"""Checkers for lesson 12: a real model's cache size, a cached generator without the position bug, a one-layer window."""
 
 from __future__ import annotations
 
@@ -33,8 +33,11 @@ def check_cache_bytes(answer: object) -> None:
                         f"2 × {LAYERS} × {KV_HEADS} × {HEAD_DIM} × {TOKENS} × {BYTES_PER_VALUE} = {expected:,} 字节"
                         f"（{expected / 2**20:.0f} MiB）。如果有 9 个键值头（不用 GQA），缓存会是现在的 3 倍。")
     mistakes = [
-        (expected // 2, "That is the keys alone (or the values alone): the cache keeps both.",
-         "这只是键（或者只是值）的大小：缓存两者都要存。"),
+        (expected // 2, "That is half the right size: either you counted the keys alone (or the values alone), or you "
+         "used 2 bytes per number, as the 16-bit table above does. The exercise asks for float32, 4 bytes per number, "
+         "and the cache keeps both keys and values.",
+         "只有应有值的一半：要么只算了键（或只算了值），要么按每个数 2 字节算了（上面那张表用的是 16 位浮点数）。"
+         "题目用的是 float32，每个数 4 字节，而且键和值都要存。"),
         (expected * QUERY_HEADS // KV_HEADS, "Only the key/value heads are cached: 3, not the 9 query heads.",
          "缓存里只有键值头：是 3 个，而不是 9 个查询头。"),
         (expected * 8, "That is bits; a float32 value takes 4 bytes.", "这是比特数；一个 float32 数占 4 个字节。"),
@@ -43,15 +46,15 @@ def check_cache_bytes(answer: object) -> None:
          "这只是一层；30 层中每一层都有自己的键和值。"),
     ]
     mistakes += [(expected * size // BYTES_PER_VALUE, f"A float32 number takes 4 bytes, not {size}.",
-                  f"一个 float32 数占 4 个字节，而不是 {size} 个。") for size in (1, 2, 8)]
+                  f"一个 float32 数占 4 个字节，而不是 {size} 个。") for size in (1, 8)]
     for wrong, hint_en, hint_zh in mistakes:
         if found == wrong:
             return feedback(False, hint_en, hint_zh)
     if found < expected // 1000:
         return feedback(False, "Far too small: is that MiB or GiB? Give the number of bytes.",
-                        "小得太多了：这是 MiB 还是 GiB？请给出字节数。")
+                        "太小了：这是 MiB 还是 GiB 的数？请给出字节数。")
     feedback(False, "Multiply: 2 (keys and values) × layers × key/value heads × head_dim × tokens × bytes per value.",
-             "把这些乘起来：2（键和值）× 层数 × 键值头数 × head_dim × 词元数 × 每个数的字节数。")
+             "把这些乘起来：2（键和值）× 层数 × 键值头数 × 每个头的维数 × 词元数 × 每个数的字节数。")
 
 
 def generate_slowly(model: nn.Module, prompt: torch.Tensor, new_tokens: int) -> torch.Tensor:
@@ -124,36 +127,34 @@ def _explain_difference(found: torch.Tensor, expected: torch.Tensor, prompt_leng
     if first == 0:
         return feedback(False, f"On the prompt '{text}' even the first new token differs: check the prefill (the prompt "
                         "at positions 0, 1, 2, ...).",
-                        f"在提示词 '{text}' 上，连第一个新词元都不一样：请检查预填充（提示词的位置应为 0、1、2……）。")
+                        f"在提示词“{text}”上，连第一个新词元都不一样：请检查预填充（提示词的位置应为 0、1、2……）。")
     feedback(False, f"On the prompt '{text}' the first new token is right and new token {first} (counted from 0) is not: "
              "the prefill works, the decode steps do not. At which position does each new token sit?",
-             f"在提示词 '{text}' 上，第一个新词元是对的，但索引为 {first} 的新词元（从 0 开始数）不对：预填充没问题，"
+             f"在提示词“{text}”上，第一个新词元是对的，但索引为 {first} 的新词元（从 0 开始数）不对：预填充没问题，"
              "逐词元解码出了错。每个新词元的位置应该是多少？")
 
 
 @checker
-def check_window(answer: object, shortest: int, longest: int) -> None:
-    """Exercise 3: the smallest window that lets the induction head see the key it needs, for periods shortest..longest."""
+def check_layer_window(answer: object) -> None:
+    """Exercise 3: the smallest window for layer 0 alone, whose previous-token head reads the key one step back."""
     if missing(answer):
         return
     found = as_whole_number(answer)
     if found is None or found < 1:
         return feedback(False, "Give the window as a whole number of tokens, at least 1.", "请用不小于 1 的整数给出窗口的词元数。")
-    # predicting token t + 1 = token t + 1 - period, the induction head at t reads the key at t + 1 - period:
-    # period - 1 steps back, so the window must hold that key and the query itself
-    expected = longest
+    expected = 2  # the query itself and the key one step back
     if found == expected:
-        return feedback(True, f"W = {expected}: for a period of {longest} the head reads the key {longest - 1} steps back, "
-                        f"and a window of W covers the query and the W - 1 keys before it. Run the next cell to measure it.",
-                        f"W = {expected}：周期为 {longest} 时，归纳头要读往回 {longest - 1} 步的那个键，而窗口 W 覆盖查询本身和它之前的 "
-                        "W - 1 个键。运行下一个单元格测量一下。")
-    if found == expected - 1:
-        return feedback(False, "Almost: the window counts the query itself too, so W keys reach back only W - 1 steps.",
-                        "差一点：窗口把查询本身也算在内，所以 W 个键只能往回够到 W - 1 步。")
-    if found > expected:
-        return feedback(False, f"That works, but a smaller window works too: which key, how many steps back, does the "
-                        f"longest period ({longest}) need?",
-                        f"这样可以，但更小的窗口也行：最长的周期（{longest}）需要往回多少步的哪个键？")
-    feedback(False, f"Too small for a period of {longest}: the answer to 'what comes next' sits one period back, "
-             "and the induction head reads the key right after the earlier copy of the current token.",
-             f"对周期 {longest} 来说太小了：“下一个是什么”的答案在一个周期之前；归纳头读的是当前词元上一次出现处的下一个键。")
+        return feedback(True, "W = 2: layer 0's previous-token head reads only the key one step back, and a window of 2 "
+                        "covers the query and that key. The induction head of layer 1 needs the long view, the head below "
+                        "it does not: that is why models can give some layers short windows. Run the next cell to measure it.",
+                        "W = 2：层 0 的前一词元头只读往回 1 步的那个键，窗口为 2 时正好覆盖查询本身和这个键。需要看得远的是层 1 的"
+                        "归纳头，它下面那一层的头不需要：这就是有些模型可以只给部分层用短窗口的原因。运行下一个单元格测量一下。")
+    if found == 1:
+        return feedback(False, "W = 1 keeps only the query itself: the previous-token head could no longer see the token "
+                        "before it.", "W = 1 只保留查询本身：前一词元头就看不到它前面的那个词元了。")
+    if found >= 7:
+        return feedback(False, "That is what layer 1's induction head needs (section 4). Here only layer 0 gets the window: "
+                        "how far back does its head read?", "这是层 1 的归纳头所需要的（第 4 节）。这里只给层 0 加窗口："
+                        "层 0 的头往回读多远？")
+    feedback(False, "That works, but a smaller window works too: which key does the previous-token head read?",
+             "这样可以，但更小的窗口也行：前一词元头读的是哪个键？")

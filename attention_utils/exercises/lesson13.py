@@ -1,4 +1,4 @@
-"""Checkers for lesson 13: the KV cache of the real model for 1,000 tokens, an induction head found by hand, the sink."""
+"""Checkers for lesson 13: the real model's cache for 1,000 tokens, induction scores by hand, a window without sinks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from . import as_real_number, as_whole_number, checker, feedback, missing
 
 CACHE_TOKENS = 1000
 FLOAT32_BYTES = 4
-SINK_CHOICES = ("a", "b", "c", "d")  # the four statements are in the lesson's text
+WINDOW, LAST = 32, 100  # exercise 3: a window of 32 keys; the loss is averaged over the last 100 predictions
 
 
 @checker
@@ -27,22 +27,26 @@ def check_cache_bytes(answer: object, model: torch.nn.Module) -> None:
             f"You gave every one of the {config.num_heads} query heads its own keys and values; this model keeps only "
             f"{config.num_kv_heads} key/value heads per layer.",
             f"你给 {config.num_heads} 个查询头各算了一份键和值；这个模型每层只有 {config.num_kv_heads} 个键值头。"),
-        expected // 2: ("That is half: the cache keeps the keys and the values.", "只算了一半：缓存里既有键，也有值。"),
+        expected // 2: ("That is half the right size: either you counted the keys alone (or the values alone), or you used "
+                        "2 bytes per number (float16). The exercise asks for float32, 4 bytes per number, and the cache "
+                        "keeps both keys and values.",
+                        "只有应有值的一半：要么只算了键（或只算了值），要么按每个数 2 字节（float16）算了。题目用的是 float32，"
+                        "每个数 4 字节，而且键和值都要存。"),
         expected // FLOAT32_BYTES: ("That counts numbers, not bytes: a float32 number takes 4 bytes.",
                                     "这是数的个数，不是字节数：一个 float32 数占 4 个字节。"),
     }
     number = as_real_number(answer)
     if number is not None and any(math.isclose(number, expected / unit, rel_tol=0.05) for unit in (1e6, 2**20)):
-        return feedback(False, "That looks like megabytes; give the answer in bytes.", "这看起来是以 MB 为单位；请用字节给出答案。")
+        return feedback(False, "That looks like MB or MiB; give the answer in bytes.", "这看起来是以 MB 或 MiB 为单位的数；请用字节给出答案。")
     bytes_ = as_whole_number(answer)
     if bytes_ is None:
         return feedback(False, "Give a whole number of bytes, such as 1234567.", "请给出一个整数字节数，例如 1234567。")
     if bytes_ == expected:
         return feedback(True, f"2 (keys, values) × {config.num_layers} layers × {config.num_kv_heads} key/value heads × "
-                        f"{head_dim} × {CACHE_TOKENS} tokens × 4 bytes = {expected:,} bytes, about {expected / 1e6:.0f} MB. "
+                        f"{head_dim} × {CACHE_TOKENS} tokens × 4 bytes = {expected:,} bytes ({expected / 2**20:.1f} MiB). "
                         "Now measure it in the next cell.",
                         f"2（键和值）× {config.num_layers} 层 × {config.num_kv_heads} 个键值头 × {head_dim} × "
-                        f"{CACHE_TOKENS} 个词元 × 4 字节 = {expected:,} 字节，约 {expected / 1e6:.0f} MB。下一个单元格来实际测量。")
+                        f"{CACHE_TOKENS} 个词元 × 4 字节 = {expected:,} 字节（{expected / 2**20:.1f} MiB）。下一个单元格来实际测量。")
     if bytes_ in hints:
         return feedback(False, *hints[bytes_])
     feedback(False, "Multiply: 2 (keys and values) × layers × key/value heads × head size × tokens × 4 bytes; "
@@ -51,8 +55,8 @@ def check_cache_bytes(answer: object, model: torch.nn.Module) -> None:
 
 
 @torch.no_grad()
-def _induction_table(model: torch.nn.Module, tokens: torch.Tensor, period: int) -> torch.Tensor:
-    """Induction scores (layers, heads), computed here apart from the package.
+def _weights_by_hand(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Attention weights (layers, heads, T, T), computed here apart from the package.
 
     Hooks keep what each attention layer receives; queries and keys come from the rows of its qkv
     weight, each interleaved feature pair is turned as one complex number, and a score is the real
@@ -67,8 +71,7 @@ def _induction_table(model: torch.nn.Module, tokens: torch.Tensor, period: int) 
         for hook in hooks:
             hook.remove()
     num_tokens = tokens.shape[1]
-    rows = torch.arange(period, num_tokens)
-    table = []
+    layers = []
     for block, x in zip(model.blocks, inputs):
         attention = block.attention
         h, g, d = attention.num_heads, attention.num_kv_heads, attention.head_dim
@@ -85,76 +88,135 @@ def _induction_table(model: torch.nn.Module, tokens: torch.Tensor, period: int) 
         k = k[:, torch.arange(h) // (h // g)]  # query head i reads key/value head i // (h / g)
         scores = torch.einsum("qhp,khp->hqk", q, k.conj()).real / math.sqrt(d)
         scores = scores.masked_fill(torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(1), float("-inf"))
-        weights = scores.softmax(dim=-1)
-        table.append(weights[:, rows, rows - period + 1].mean(dim=-1))
-    return torch.stack(table)
+        layers.append(scores.softmax(dim=-1))
+    return torch.stack(layers)
 
 
-def _as_token_ids(sequence: object) -> torch.Tensor | None:
-    """A list of ints or an integer tensor of shape (T,) or (1, T), as (1, T); None for anything else."""
-    if isinstance(sequence, (list, tuple)) and sequence and all(as_whole_number(t) is not None for t in sequence):
-        return torch.tensor([[as_whole_number(t) for t in sequence]])
-    if isinstance(sequence, torch.Tensor) and not sequence.is_floating_point() and sequence.dtype != torch.bool:
-        if sequence.dim() == 1 or (sequence.dim() == 2 and sequence.shape[0] == 1):
-            return sequence.reshape(1, -1).long()
-    return None
+def _diagonal_mean(weights: torch.Tensor, period: int, back: int) -> torch.Tensor:
+    """(layers, heads): the average weight the queries of the second copy give to the key `back` steps behind them."""
+    rows = torch.arange(period, 2 * period)
+    return weights[..., rows, rows - back].mean(dim=-1)
 
 
-@checker
-def check_induction_head(sequence: object, layer: object, head: object, model: torch.nn.Module) -> None:
-    """`sequence` repeats its first half; (layer, head) should be the head with the highest induction score on it."""
-    if missing(sequence) or missing(layer) or missing(head):
-        return
-    tokens = _as_token_ids(sequence)
-    if tokens is None:
-        return feedback(False, "sequence should be token ids: a list of whole numbers or an integer tensor.",
-                        "sequence 应该是词元编号：一个整数列表，或一个整数张量。")
-    num_tokens, vocab = tokens.shape[1], model.config.vocab_size
-    period = num_tokens // 2
-    if num_tokens % 2 or period < 4 or not torch.equal(tokens[0, :period], tokens[0, period:]):
-        return feedback(False, "Build the sequence as some tokens followed by the same tokens again (at least 4 each), "
-                        "for example torch.cat([half, half], dim=1).",
-                        "请把序列写成一段词元再接上同样的一段（每段至少 4 个），例如 torch.cat([half, half], dim=1)。")
-    if tokens.min() < 0 or tokens.max() >= vocab or num_tokens > 512:
-        return feedback(False, f"Use ids from 0 to {vocab - 1} and at most 512 tokens.",
-                        f"请使用 0 到 {vocab - 1} 之间的编号，总长度不超过 512 个词元。")
-    layer, head = as_whole_number(layer), as_whole_number(head)
-    if layer is None or head is None or not (0 <= layer < len(model.blocks) and 0 <= head < model.config.num_heads):
-        return feedback(False, f"layer should be 0 to {len(model.blocks) - 1} and head 0 to {model.config.num_heads - 1}.",
-                        f"layer 应在 0 到 {len(model.blocks) - 1} 之间，head 应在 0 到 {model.config.num_heads - 1} 之间。")
-    table = _induction_table(model, tokens, period)
-    best = divmod(int(table.argmax()), table.shape[1])
-    top = ", ".join(f"({i // table.shape[1]}, {i % table.shape[1]}): {v:.2f}"
-                    for v, i in zip(*[t.tolist() for t in table.flatten().topk(3)]))
-    yours = table[layer, head].item()
-    if (layer, head) == best or yours >= table.max().item() - 0.02:
-        return feedback(True, f"On your sequence, layer {layer}, head {head} scores {yours:.2f}. The top three: {top}.",
-                        f"在你的序列上，层 {layer}、头 {head} 的得分是 {yours:.2f}。得分最高的三个：{top}。")
-    feedback(False, f"On your sequence, layer {layer}, head {head} scores only {yours:.2f}; another head scores "
-             f"{table.max().item():.2f}. Compute induction_score for every head and take the largest.",
-             f"在你的序列上，层 {layer}、头 {head} 的得分只有 {yours:.2f}；另有一个头得了 {table.max().item():.2f}。"
-             "请为每个头计算 induction_score，取最大的那个。")
+def _induction_table(model: torch.nn.Module, tokens: torch.Tensor, period: int) -> torch.Tensor:
+    """Induction scores (layers, heads) by hand: queries of the second copy, keys period - 1 steps back."""
+    return _diagonal_mean(_weights_by_hand(model, tokens), period, period - 1)
+
+
+def _as_table(answer: object) -> torch.Tensor | None:
+    """A tensor, numpy array or nested list of real numbers, as a float64 tensor; None for anything else."""
+    try:
+        table = torch.as_tensor(answer.detach() if isinstance(answer, torch.Tensor) else answer, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    return table if table.dim() >= 1 else None
+
+
+def _top_heads(table: torch.Tensor, language: str) -> str:
+    """The three highest-scoring heads: "(18, 6) 0.92, ..." or "（层 18，头 6）0.92，……"."""
+    values, indices = table.flatten().topk(3)
+    heads = [divmod(int(i), table.shape[1]) for i in indices]
+    if language == "zh":
+        return "，".join(f"（层 {layer}，头 {head}）{v:.2f}" for (layer, head), v in zip(heads, values.tolist()))
+    return ", ".join(f"(layer {layer}, head {head}) {v:.2f}" for (layer, head), v in zip(heads, values.tolist()))
 
 
 @checker
-def check_sink_reason(choice: object) -> None:
-    """One letter, "a" to "d": which statement explains the attention sink."""
-    if missing(choice):
+def check_induction_scores(scores: object, model: torch.nn.Module, tokens: torch.Tensor, period: int) -> None:
+    """Exercise 2: the learner's (layers, heads) induction scores, indexed from the maps, against the checker's own."""
+    if missing(scores):
         return
-    letter = choice.strip().lower() if isinstance(choice, str) else None
-    if letter not in SINK_CHOICES:
-        return feedback(False, 'Answer with one letter: "a", "b", "c" or "d".', "请用一个字母作答：a、b、c 或 d。")
-    if letter == "b":
-        return feedback(True, "Softmax cannot say \"nothing here\": the weights must add up to 1. StreamingLLM (Xiao et al., "
-                        "2023) found the same sinks in many models and showed that keeping the first tokens keeps them working.",
-                        "softmax 没法表达“这里没什么可看的”：权重必须加起来等于 1。StreamingLLM（Xiao 等，2023）在许多模型里"
-                        "都发现了这样的汇聚点，并证明只要保留最前面的几个词元，模型就能继续正常工作。")
-    hints = {
-        "a": ("Change the first word of the sentence and measure again: the share hardly moves, whatever the word.",
-              "把句子的第一个词换掉再测一次：无论换成什么词，这个比例几乎不变。"),
-        "c": ("Rotary scores depend on the distance between query and key, and the first token is the farthest from "
-              "later queries.", "旋转位置编码的分数取决于查询和键之间的距离，而第一个词元离后面的查询最远。"),
-        "d": ("Sinks were found in models with full-precision weights too (StreamingLLM looked at Llama-2, Falcon, "
-              "Pythia and MPT).", "在全精度权重的模型里也发现了汇聚点（StreamingLLM 研究了 Llama-2、Falcon、Pythia 和 MPT）。"),
-    }
-    feedback(False, *hints[letter])
+    table = _as_table(scores)
+    layers, heads = len(model.blocks), model.config.num_heads
+    if table is None:
+        return feedback(False, "scores should be a tensor of numbers, one per head.", "scores 应该是一个数值张量，每个头一个数。")
+    if tuple(table.shape[:2]) == (layers, heads) and table.dim() > 2:
+        return feedback(False, f"One number per head: average over the queries of the second copy, so the shape is "
+                        f"({layers}, {heads}), not {tuple(table.shape)}.",
+                        f"每个头只要一个数：对后半段的查询取平均，形状应为 ({layers}, {heads})，而不是 {tuple(table.shape)}。")
+    if tuple(table.shape) != (layers, heads):
+        return feedback(False, f"scores should have shape ({layers}, {heads}), one number per head; got {tuple(table.shape)}.",
+                        f"scores 的形状应为 ({layers}, {heads})，每个头一个数；实际是 {tuple(table.shape)}。")
+    weights = _weights_by_hand(model, tokens)
+    expected = _diagonal_mean(weights, period, period - 1)
+
+    def close(other: torch.Tensor) -> bool:
+        return torch.allclose(table, other, atol=2e-3)
+
+    if close(expected):
+        return feedback(True, f"Right: query t of the second copy, key t - {period} + 1. Top three: "
+                        f"{_top_heads(expected, 'en')}.",
+                        f"对了：后半段的查询 t，看向键 t - {period} + 1。得分最高的三个：{_top_heads(expected, 'zh')}。")
+    hints = [
+        (_diagonal_mean(weights, period, period), "That is the weight on the earlier copy of the query's own token "
+         "(key t - period). The induction head reads the token one step after it, the one to predict next.",
+         "这是查询给自己词元上一次出现处（键 t - period）的权重。归纳头读的是它后面的那个词元，也就是接下来要预测的词元。"),
+        (_diagonal_mean(weights, period, 1), "That is the previous-token score (key t - 1). The induction score looks "
+         "period - 1 steps back.", "这是前一词元得分（键 t - 1）。归纳得分要往回看 period - 1 步。"),
+        (expected * period, "That is a sum over the queries; take the mean.", "这是对查询求和；请取平均。"),
+    ]
+    for wrong, hint_en, hint_zh in hints:
+        if close(wrong):
+            return feedback(False, hint_en, hint_zh)
+    feedback(False, "Take the queries of the second copy, rows period to 2 × period - 1, and for query t the key "
+             "t - period + 1; average over those queries for every layer and head.",
+             "取后半段的查询，也就是索引为 period 到 2 × period - 1 的行；对查询 t 取键 t - period + 1；"
+             "再对这些查询取平均，每一层、每个头各得一个数。")
+
+
+def _losses(model: torch.nn.Module, tokens: torch.Tensor, window: int | None, sinks: int) -> torch.Tensor:
+    """Cross-entropy of every next-token prediction (T - 1,), with the window (and sinks) on every layer."""
+    from ..models.head_scores import windowed
+
+    with torch.no_grad(), windowed(model, window, sinks):
+        logits = model(tokens)[0, :-1]
+    return torch.nn.functional.cross_entropy(logits.double(), tokens[0, 1:], reduction="none")
+
+
+def _as_loss_pair(answer: object) -> tuple[float, float] | None:
+    """{0: loss, 4: loss} with real-number values, as (loss without sinks, loss with 4 sinks); None otherwise."""
+    if not isinstance(answer, dict) or len(answer) != 2:
+        return None
+    keys = {as_whole_number(key): value for key, value in answer.items()}
+    if set(keys) != {0, 4}:
+        return None
+    values = tuple(as_real_number(keys[sinks]) for sinks in (0, 4))
+    return None if any(v is None or not math.isfinite(v) for v in values) else values
+
+
+@checker
+def check_sink_losses(losses: object, model: torch.nn.Module, tokens: torch.Tensor) -> None:
+    """Exercise 3: the mean loss of the last LAST predictions with a window of WINDOW keys, sinks=0 and sinks=4."""
+    if missing(losses):
+        return
+    pair = _as_loss_pair(losses)
+    if pair is None:
+        return feedback(False, "losses should be a dict with two numbers: {0: loss without sinks, 4: loss with 4 sinks}.",
+                        "losses 应该是一个含两个数的字典：{0: 不保留汇聚点时的损失, 4: 保留 4 个汇聚点时的损失}。")
+    per_token = {sinks: _losses(model, tokens, WINDOW, sinks) for sinks in (0, 4)}
+    full = _losses(model, tokens, None, 0)[-LAST:].mean().item()
+    expected = tuple(per_token[sinks][-LAST:].mean().item() for sinks in (0, 4))
+
+    def close(found: tuple[float, float], wanted: tuple[float, float]) -> bool:
+        return all(math.isclose(f, w, rel_tol=2e-3, abs_tol=2e-3) for f, w in zip(found, wanted))
+
+    if close(pair, expected):
+        return feedback(True, f"Full attention: {full:.2f}. Window of {WINDOW} without sinks: {expected[0]:.2f}; with the "
+                        f"first 4 tokens kept: {expected[1]:.2f}. Dropping the first tokens costs "
+                        f"{expected[0] - full:.2f} in loss, keeping them {expected[1] - full:.2f}: the model needs the "
+                        "first tokens as a place to park attention, whatever they say (StreamingLLM).",
+                        f"完整注意力：{full:.2f}。窗口为 {WINDOW}、不保留汇聚点：{expected[0]:.2f}；保留前 4 个词元："
+                        f"{expected[1]:.2f}。丢掉开头的词元，损失增加 {expected[0] - full:.2f}；保留它们，只增加 "
+                        f"{expected[1] - full:.2f}：不管开头的词元写的是什么，模型都需要它们来停放注意力（StreamingLLM）。")
+    if close(pair, expected[::-1]):
+        return feedback(False, "The two numbers are swapped: the key is the number of sinks kept.",
+                        "两个数放反了：字典的键是保留的汇聚点个数。")
+    if close(pair, tuple(math.exp(v) for v in expected)):
+        return feedback(False, "That is the perplexity, exp(loss); give the loss itself.", "这是困惑度 exp(损失)；请给出损失本身。")
+    if close(pair, tuple(per_token[sinks].mean().item() for sinks in (0, 4))):
+        return feedback(False, f"That averages every prediction; take only the last {LAST}, where the window has dropped "
+                        "the start of the text.", f"这是对全部预测取平均；请只取最后 {LAST} 个，那时窗口已经丢掉了文本的开头。")
+    feedback(False, f"For each setting: the cross-entropy of the predictions (logits[0, :-1] against tokens[0, 1:]), "
+             f"averaged over the last {LAST}, with head_scores.windowed(model, {WINDOW}, sinks) around the forward pass.",
+             f"对每种设置：计算预测的交叉熵（logits[0, :-1] 对 tokens[0, 1:]），取最后 {LAST} 个的平均；"
+             f"前向计算要放在 head_scores.windowed(model, {WINDOW}, sinks) 之内。")

@@ -10,7 +10,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 MEASURES = {"dot": ("dot product", "点积"), "cosine": ("cosine similarity", "余弦相似度")}
 

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from ..language import text
 from ..plotting import plot_vectors_3d
-from ..widgets import explore
+from .widgets import explore
 
 
 def draw_arrows(inputs: torch.Tensor, tokens: Sequence[str], query: str = "journey") -> Figure:
@@ -50,7 +50,9 @@ def draw_shadow(a: torch.Tensor, b: torch.Tensor, labels: Sequence[str]) -> Figu
         plot_vectors_3d(torch.stack([a, b]), list(labels), highlight=0, angle_between=(0, 1), title=title, ax=ax, **view)
         ax.plot(*torch.stack([torch.zeros(3), projection]).T.tolist(), color="black", linewidth=4)  # the shadow
         ax.plot(*torch.stack([b, projection]).T.tolist(), color="gray", linestyle=":", linewidth=2)  # the drop line
-        ax.text(*(projection * 0.85).tolist(), text("shadow", "影子"), color="black", va="bottom", ha="right")
+        ax.text(*(projection * 0.85).tolist(), text("shadow", "影子"), color="black", va="bottom" if k == 1 else "top",
+                ha="right" if k == 1 else "left", zorder=100,  # face on: on the open side, clear of the drop line
+                bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none", "pad": 0.5})
         if k == 2:  # face on, the angle label would cross the shadow: let it grow to the left instead
             next(t for t in ax.texts if t.get_text().startswith("θ")).set_horizontalalignment("right")
     ax.set_axis_off()  # the face-on view needs no box

@@ -11,9 +11,10 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
-# One row of the √d_k experiment: (d_k, variance of q·k, (largest weight, gradient) raw, the same scaled).
+# One row of the √d_k experiment: (d_k, variance of q·k, (largest weight, gradient at the softmax input) raw,
+# the same scaled).
 Measurement = tuple[int, float, tuple[float, float], tuple[float, float]]
 
 
@@ -41,14 +42,14 @@ def show_temperature(scores: torch.Tensor, tokens: Sequence[str]) -> None:
 
 
 def draw_scaling(results: Sequence[Measurement], num_keys: int) -> Figure:
-    """Three panels against d_k: the variance of q·k, the largest weight, the gradient; raw against scaled."""
+    """Three panels against d_k: the variance of q·k, the largest weight, the gradient at the softmax input; raw against scaled."""
     d = [row[0] for row in results]
     fig, axes = plt.subplots(1, 3, figsize=(9, 3.2), layout="constrained")
     axes[0].loglog(d, [row[1] for row in results], "o-", label=text("measured", "实测"))
     axes[0].loglog(d, d, "k--", label=text("dₖ (theory)", "dₖ（理论值）"))
     axes[0].set_title(text("variance of q·k", "q·k 的方差"))
     for ax, column, title in ((axes[1], 0, text("largest softmax weight", "softmax 的最大权重")),
-                              (axes[2], 1, text("gradient reaching the scores", "传回分数的梯度大小"))):
+                              (axes[2], 1, text("gradient at the softmax input", "softmax 输入处的梯度"))):
         ax.semilogx(d, [row[2][column] for row in results], "o-", color="tab:red", label=text("raw", "不缩放"))
         ax.semilogx(d, [row[3][column] for row in results], "o-", color="tab:green", label=text("divided by √dₖ", "除以 √dₖ"))
         ax.set_title(title)

@@ -1,4 +1,4 @@
-"""Lesson 4's explorer: the weights that fresh random W_q and W_k give, and whether the scores are symmetric."""
+"""Lesson 4's explorer: the weights fresh random W_q and W_k give, and whether scores and weights are symmetric."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ..language import text
 from ..plotting import show_heatmaps
-from ..widgets import explore
+from .widgets import explore
 
 
 def random_matrix(init: str, shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor:
@@ -23,15 +23,22 @@ def random_matrix(init: str, shape: tuple[int, int], generator: torch.Generator)
 
 def draw_projections(inputs: torch.Tensor, tokens: Sequence[str], d_out: int,
                      init: str, keys_from: str, matrix_seed: int) -> Figure:
-    """The (6, 6) attention weights of random projections; the title says whether the scores are symmetric."""
+    """The (6, 6) attention weights of random projections.
+
+    The title says whether the scores are symmetric and whether the weights drawn are: with W_k = W_q the
+    scores always are, the weights almost never, because each row goes through its own softmax.
+    """
     generator = torch.Generator().manual_seed(matrix_seed)
     w_q = random_matrix(init, (inputs.shape[1], d_out), generator)
     w_k = w_q if keys_from == "shared" else random_matrix(init, (inputs.shape[1], d_out), generator)
     scores = (inputs @ w_q) @ (inputs @ w_k).T  # (6, 6)
     weights = torch.softmax(scores / math.sqrt(d_out), dim=-1)
-    symmetric = torch.allclose(scores, scores.T)
-    title = text(f"seed {matrix_seed}: scores symmetric? {'yes' if symmetric else 'no'}",
-                 f"种子 {matrix_seed}：分数矩阵对称吗？{'是' if symmetric else '否'}")
+    scores_symmetric, weights_symmetric = (torch.allclose(m, m.T) for m in (scores, weights))
+    yes_no = {True: text("yes", "是"), False: text("no", "否")}
+    title = text(f"seed {matrix_seed}: scores symmetric? {yes_no[scores_symmetric]}\n"
+                 f"weights (drawn) symmetric? {yes_no[weights_symmetric]}",
+                 f"种子 {matrix_seed}：分数矩阵对称吗？{yes_no[scores_symmetric]}\n"
+                 f"图中的权重对称吗？{yes_no[weights_symmetric]}")
     return show_heatmaps(weights[None, None], xlabel=text("keys", "键"), ylabel=text("queries", "查询"), titles=[title],
                          xticklabels=list(tokens), yticklabels=list(tokens), figsize=(6, 4.6), vmin=0, vmax=1)
 

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from ..functional import causal_mask
 from ..language import text
 from ..plotting import show_heatmaps
-from ..widgets import explore
+from .widgets import explore
 
 # Each way of masking: (English, Chinese) for the title and for the dropdown, one wording for both.
 METHODS = {

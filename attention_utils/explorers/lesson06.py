@@ -10,7 +10,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 COIN_SETS = 10  # the explorer flips its coins from this many fixed sets of uniform numbers
 

@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 HEADS, D_MODEL = 12, 768  # one GPT-2-small layer
 LENGTHS = [2**p for p in range(7, 16)]  # 128 ... 32768

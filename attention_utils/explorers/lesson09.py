@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 # tiled(queries, keys, values, block_q, block_k, causal, steps) -> output, appending to `steps` one dict per
 # tile: rows, cols (slices), skipped (bool), and max, sum, unnormalized (every query's m, ℓ and o after it).
@@ -39,6 +39,9 @@ def _draw_tiles(ax: Axes, steps: list[dict], step: int, tokens: Sequence[str], c
     ax.set_xticks(centres, tokens, rotation=45)
     ax.set_yticks(centres, tokens)
     skipped = step > 0 and steps[step - 1]["skipped"]
+    if step == 0:
+        ax.set_title(text(f"start: no tile computed yet (of {len(steps)})", f"开始：还没有计算任何分数块（共 {len(steps)} 个）"))
+        return
     ax.set_title(text(f"tile {step} of {len(steps)}" + (" (skipped)" if skipped else ""),
                       f"第 {step} 个分数块，共 {len(steps)} 个" + ("（跳过）" if skipped else "")))
 

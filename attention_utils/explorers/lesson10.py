@@ -15,7 +15,7 @@ from ..language import text
 from ..plotting import show_heatmaps
 from ..tiny_model import TinyAttentionModel, sinusoidal_positions
 from ..training import TrainingRun
-from ..widgets import explore
+from .widgets import explore
 
 Trained = tuple[TrainingRun, TinyAttentionModel]
 

@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 from ..language import text
 from ..plotting import show_heatmaps
 from ..rotary import apply_rotary, rotary_frequencies
-from ..widgets import explore
+from ..tiny_model import sinusoidal_positions
+from .widgets import explore
 
 PALETTE = ["tab:blue", "tab:green", "tab:purple", "tab:cyan", "tab:brown", "tab:pink", "tab:gray", "tab:olive"]
 
@@ -38,13 +39,21 @@ def _circle(ax: Axes, radius: float) -> None:
         side.set_visible(False)
 
 
-def _arrow(ax: Axes, pair: torch.Tensor, color: str, label: str | None = None, faint: bool = False) -> None:
-    """One 2-D feature pair as an arrow from the origin, with its label just beyond the tip."""
+def _arrow(ax: Axes, pair: torch.Tensor, color: str, label: str | None = None, faint: bool = False,
+           radius: float | None = None) -> None:
+    """One 2-D feature pair as an arrow from the origin, with its label just beyond the tip.
+
+    With `radius` (the circle's), the label sits a fixed 0.25 radius beyond the tip, so even a short
+    arrow keeps its label off the arrow and off the origin.
+    """
     x, y = pair.tolist()
     ax.annotate("", (x, y), (0, 0), arrowprops=dict(arrowstyle="-|>", color=color, linewidth=1 if faint else 2.2,
                                                     linestyle=":" if faint else "-", alpha=0.45 if faint else 1.0))
     if label:
-        ax.text(1.16 * x, 1.16 * y, label, color=color, ha="center", va="center", fontsize=9)
+        length = max(math.hypot(x, y), 1e-12)
+        reach = 1.16 if radius is None else (length + 0.25 * radius) / length
+        side = "center" if radius is None else ("left" if x >= 0 else "right")  # text grows away from the arrow
+        ax.text(reach * x, reach * y, label, color=color, ha=side, va="center", fontsize=9)
 
 
 def draw_turned_tokens(pairs: torch.Tensor, tokens: Sequence[str], head_dim: int = 64, base: float = 10000.0) -> Figure:
@@ -105,49 +114,89 @@ def draw_weight_by_offset(weights: torch.Tensor, trained_length: int) -> Figure:
     return fig
 
 
-def draw_rotation(query: torch.Tensor, key: torch.Tensor, base: float, shift: int, gap: int, pair: int,
-                  longest_shift: int) -> Figure:
-    """Left: pair `pair` of the query (at m = gap + shift) and of the key (at n = shift) on the circle.
+def draw_pair_parts(parts: torch.Tensor, trained_length: int, peak: int, shown_pairs: int = 3) -> Figure:
+    """Each pair's part of the last query's mean score against the offset: parts is (offsets 0..T-1, pairs).
 
-    Right: the whole score q·k as both move together (flat) and as only the query moves (not flat).
+    The first `shown_pairs` pairs get a line each, the others one line together; offsets 1 and
+    `peak` are marked, the offsets seen in training shaded.
     """
-    head_dim = query.shape[-1]
-    shifts = torch.arange(longest_shift + 1)
-    queries = apply_rotary(query.double().expand(len(shifts), head_dim), shifts + gap, base)  # row s: query at gap + s
-    keys = apply_rotary(key.double().expand(len(shifts), head_dim), shifts, base)  # row s: key at s
-    together = (queries * keys).sum(-1)
-    query_only = queries @ keys[0]  # the key stays at position 0
-    fig, (circle, scores) = plt.subplots(1, 2, figsize=(10.5, 4.4), layout="constrained",
-                                         gridspec_kw={"width_ratios": [1, 1.4]})
-    features = slice(2 * pair, 2 * pair + 2)
-    _circle(circle, max(query[features].norm().item(), key[features].norm().item(), 1e-6))
-    _arrow(circle, query[features].double(), "tab:orange", faint=True)
-    _arrow(circle, key[features].double(), "tab:blue", faint=True)
-    _arrow(circle, queries[shift, features], "tab:orange", text(f"query, m = {gap + shift}", f"查询，m = {gap + shift}"))
-    _arrow(circle, keys[shift, features], "tab:blue", text(f"key, n = {shift}", f"键，n = {shift}"))
-    speed = rotary_frequencies(head_dim, base)[pair].item()
-    part = (queries[shift, features] * keys[shift, features]).sum().item()  # this pair's share of the score
-    circle.set_title(text(f"pair {pair}: {speed:.3g} rad per position\nits part of the score: {part:.4f}",
-                          f"特征对 {pair}：每个位置转 {speed:.3g} 弧度\n它在分数中的份额：{part:.4f}"))
-    scores.plot(shifts, together, color="tab:purple", label=text("query at m − n + s, key at s", "查询在 m − n + s，键在 s"))
-    scores.plot(shifts, query_only, color="gray", linestyle="--",
-                label=text("query at m − n + s, key stays at 0", "查询在 m − n + s，键留在 0"))
-    scores.plot([shift], [together[shift]], "o", color="tab:purple", markersize=8)
-    scores.set(xlabel=text("shift s", "平移量 s"), ylabel=text("score q·k", "分数 q·k"),
-               title=text(f"m − n = {gap}, s = {shift}: score {together[shift]:.4f}",
-                          f"m − n = {gap}，s = {shift}：分数 {together[shift]:.4f}"))
-    scores.legend(loc="lower left", fontsize=9)
+    offsets = list(range(len(parts)))
+    fig, ax = plt.subplots(figsize=(8.5, 3.6), layout="constrained")
+    ax.axvspan(-0.5, trained_length - 0.5, color="gold", alpha=0.25,
+               label=text(f"offsets seen in training (0 to {trained_length - 1})", f"训练中见过的位置差（0 到 {trained_length - 1}）"))
+    for pair in range(shown_pairs):
+        ax.plot(offsets, parts[:, pair].tolist(), color=PALETTE[pair], linewidth=1, label=text(f"pair {pair}", f"特征对 {pair}"))
+        ax.plot([1, peak], parts[[1, peak], pair].tolist(), "o", color=PALETTE[pair], markersize=7)  # the two heights to compare
+    ax.plot(offsets, parts[:, shown_pairs:].sum(-1).tolist(), color="gray", linestyle=":",
+            label=text(f"pairs {shown_pairs} to {parts.shape[1] - 1} together", f"特征对 {shown_pairs} 到 {parts.shape[1] - 1} 合计"))
+    for offset in (1, peak):
+        ax.axvline(offset, color="black", linewidth=0.8, linestyle="--")
+        ax.text(offset, ax.get_ylim()[1], f" {offset}", va="top", fontsize=9)
+    ax.set(xlabel=text("offset m − n", "位置差 m − n"), ylabel=text("part of the mean score", "在平均分数中的份额"),
+           xlim=(-1, len(parts)))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9)
     return fig
 
 
-def show_rotation(query: torch.Tensor, key: torch.Tensor, base: float = 10000.0, longest_shift: int = 60) -> None:
-    """The explorer: move query and key together (shift), set how far apart they are (m − n), pick a feature pair."""
-    speeds = rotary_frequencies(query.shape[-1], base)
+def signed(value: float, digits: int = 4) -> str:
+    """A number with a true minus sign (−0.0404, not -0.0404), as the text of the lessons writes it."""
+    return f"{value:.{digits}f}".replace("-", "−")
+
+
+def draw_rotation(token: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, base: float, shift: int, gap: int,
+                  pair: int, longest_shift: int) -> Figure:
+    """Left: pair `pair` of the query (the token at m = gap + shift) and of the key (the same token at n = shift).
+
+    Right: the whole score as both move together, with rotary positions (flat) and with sinusoidal
+    positions added to the token before W_query and W_key, as in lesson 10 (not flat).
+    """
+    token, w_query, w_key = token.double(), w_query.double(), w_key.double()
+    query, key = token @ w_query, token @ w_key
+    head_dim = query.shape[-1]
+    shifts = torch.arange(longest_shift + 1)
+    queries = apply_rotary(query.expand(len(shifts), head_dim), shifts + gap, base)  # row s: query at gap + s
+    keys = apply_rotary(key.expand(len(shifts), head_dim), shifts, base)  # row s: key at s
+    rotary = (queries * keys).sum(-1)
+    table = sinusoidal_positions(longest_shift + gap + 1, head_dim).double()  # lesson 10's table, added to the token
+    added = (((token + table[shifts + gap]) @ w_query) * ((token + table[shifts]) @ w_key)).sum(-1)
+    fig, (circle, scores) = plt.subplots(1, 2, figsize=(10.5, 4.4), layout="constrained",
+                                         gridspec_kw={"width_ratios": [1, 1.4]})
+    features = slice(2 * pair, 2 * pair + 2)
+    radius = max(query[features].norm().item(), key[features].norm().item(), 1e-6)
+    _circle(circle, radius)
+    _arrow(circle, query[features], "tab:orange", faint=True)
+    _arrow(circle, key[features], "tab:blue", faint=True)
+    _arrow(circle, queries[shift, features], "tab:orange", text(f"query, m = {gap + shift}", f"查询，m = {gap + shift}"),
+           radius=radius)
+    _arrow(circle, keys[shift, features], "tab:blue", text(f"key, n = {shift}", f"键，n = {shift}"), radius=radius)
+    speed = rotary_frequencies(head_dim, base)[pair].item()
+    part = (queries[shift, features] * keys[shift, features]).sum().item()  # this pair's share of the score
+    circle.set_title(text(f"pair {pair}: {speed:.3g} rad per position\nits part of the score: {signed(part)}",
+                          f"特征对 {pair}：每个位置转 {speed:.3g} 弧度\n它在分数中的份额：{signed(part)}"))
+    scores.plot(shifts, rotary, color="tab:purple", label=text("rotary: query at m − n + s, key at s",
+                                                               "旋转位置编码：查询在 m − n + s，键在 s"))
+    scores.plot(shifts, added, color="gray", linestyle="--",
+                label=text("sinusoidal, added: the same two positions", "正弦式，相加：同样的两个位置"))
+    scores.plot([shift], [rotary[shift]], "o", color="tab:purple", markersize=8)
+    scores.set(xlabel=text("shift s", "平移量 s"), ylabel=text("score q·k", "分数 q·k"),
+               title=text(f"m − n = {gap}, s = {shift}: rotary score {signed(rotary[shift].item())}",
+                          f"m − n = {gap}，s = {shift}：旋转位置编码的分数 {signed(rotary[shift].item())}"))
+    scores.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=9)
+    return fig
+
+
+def show_rotation(token: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, base: float = 10000.0,
+                  longest_shift: int = 60) -> None:
+    """The explorer: move query and key together (shift), set how far apart they are (m − n), pick a feature pair.
+
+    The query and the key come from the same token (token @ w_query, token @ w_key), as in section 2.
+    """
+    speeds = rotary_frequencies(w_query.shape[-1], base)
     pairs = [(text(f"pair {i} ({speed:.3g} rad per position)", f"特征对 {i}（每个位置转 {speed:.3g} 弧度）"), i)
              for i, speed in enumerate(speeds.tolist())]
 
     def draw(shift: int, gap: int, pair: int) -> Figure:
-        return draw_rotation(query, key, base, shift, gap, pair, longest_shift)
+        return draw_rotation(token, w_query, w_key, base, shift, gap, pair, longest_shift)
 
     explore(draw,
             shift=widgets.IntSlider(value=0, min=0, max=longest_shift, description=text("shift", "平移量")),

@@ -11,7 +11,7 @@ from matplotlib.patches import Patch
 
 from ..inference.kv_cache import LayerCache, kv_cache_bytes
 from ..language import text
-from ..widgets import explore
+from .widgets import explore
 
 # what happens to the key and value of each position at one step
 FUTURE, COMPUTED, READ, DROPPED = 0, 1, 2, 3

@@ -20,12 +20,21 @@ from functools import cache
 import torch
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
-from ..checks import bilingual, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
 from .sliding_window import check_window, sliding_window_mask
 
 
 def window_mask_mod(window: int, sinks: int = 0) -> Callable[..., torch.Tensor]:
     """The mask as FlexAttention reads it: True = may attend (the opposite of the package's masks)."""
+    if window is None:
+        raise ValueError(
+            bilingual(
+                "window must be an integer of at least 1 for a sliding-window mask, got None; "
+                "for plain causal attention use the package's scaled_dot_product_attention with causal_mask(T).",
+                "滑动窗口掩码的 window 必须是不小于 1 的整数，实际是 None；"
+                "普通的因果注意力请用辅助包的 scaled_dot_product_attention 配合 causal_mask(T)。",
+            )
+        )
     window, sinks = check_window(window, sinks)
 
     def may_attend(batch: torch.Tensor, head: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -78,13 +87,52 @@ def flex_window_attention(
 ) -> torch.Tensor:
     """FlexAttention of (b, h, T, head_dim) tensors under `block_mask`: compiled where it can be, else eager.
 
-    `compiled=None` decides with can_compile(). Eager FlexAttention warns that it computes every
+    `compiled=None` decides with can_compile(). The block mask is required: without one FlexAttention
+    would attend to every key, no window and not even causal, so window_block_mask(T, window) makes it. Eager FlexAttention warns that it computes every
     score (no block is skipped); that is the fallback we chose, so the warning is silenced here.
     """
-    for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
-        check_tensor(tensor, name, ranks=(4,))
+    check_flex_inputs(queries, keys, values, block_mask)
+    if compiled is not None:
+        check_flag(compiled, "compiled")
     if can_compile() if compiled is None else compiled:
         return _compiled()(queries, keys, values, block_mask=block_mask)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
         return flex_attention(queries, keys, values, block_mask=block_mask)
+
+
+def check_flex_inputs(queries: object, keys: object, values: object, block_mask: object) -> None:
+    """(b, h, T, head_dim) queries, keys and values that agree with each other and with the block mask's size."""
+    for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(tensor, name, ranks=(4,))
+    check_same_dtype({"queries": queries, "keys": keys, "values": values})
+    (b, h, t_q, d), (bk, hk, t_k, dk), (bv, hv, t_v, _) = queries.shape, keys.shape, values.shape
+    if (bk, hk, t_k) != (bv, hv, t_v) or (b, h) != (bk, hk) or d != dk:
+        raise ValueError(
+            bilingual(
+                f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)} and values {tuple(values.shape)} do not fit "
+                "together: all three need the same batch and heads, keys and values the same tokens, and queries and "
+                "keys the same head_dim.",
+                f"queries {tuple(queries.shape)}、keys {tuple(keys.shape)} 与 values {tuple(values.shape)} 的形状对不上："
+                "三者的 batch 和头数必须相同，keys 与 values 的词元数必须相同，queries 与 keys 的 head_dim 必须相同。",
+            )
+        )
+    if not isinstance(block_mask, BlockMask):
+        raise TypeError(
+            bilingual(
+                f"block_mask must be a BlockMask, got {type(block_mask).__name__}; build one with "
+                f"window_block_mask({t_q}, window) (without it FlexAttention would attend to every key, no window, "
+                "not even causal).",
+                f"block_mask 必须是 BlockMask，实际是 {type(block_mask).__name__}；请用 window_block_mask({t_q}, window) "
+                "创建（没有它，FlexAttention 会关注所有键：既没有窗口，也不是因果的）。",
+            )
+        )
+    if tuple(block_mask.seq_lengths) != (t_q, t_k):
+        raise ValueError(
+            bilingual(
+                f"block_mask was built for {tuple(block_mask.seq_lengths)} (queries, keys), but the inputs have "
+                f"({t_q}, {t_k}); build it again with window_block_mask({t_q}, window).",
+                f"block_mask 是按 (queries, keys) = {tuple(block_mask.seq_lengths)} 创建的，而输入是 ({t_q}, {t_k})；"
+                f"请用 window_block_mask({t_q}, window) 重新创建。",
+            )
+        )

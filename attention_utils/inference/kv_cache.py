@@ -14,6 +14,7 @@ token's position is `position`, whatever the window dropped.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..checks import bilingual, check_size, check_tensor
@@ -89,6 +90,9 @@ class LayerCache:
         window, sinks = check_window(window, sinks)
         self._check(keys, values, window, sinks)
         num_new, kept = keys.shape[2], self.positions.numel()
+        if num_new == 0:  # nothing new: the first call still fixes the buffers' batch, heads, dtype and device
+            self._reserve(keys, kept)
+            return self.keys, self.values, self.positions
         new_positions = torch.arange(self.position, self.position + num_new, device=keys.device)
         self.position += num_new
         if kept == self.capacity and num_new == 1:  # a full ring buffer: overwrite the oldest slot in place
@@ -130,7 +134,7 @@ class LayerCache:
     def _reserve(self, like: torch.Tensor, slots: int) -> None:
         """Make room for `slots` tokens: double the buffers when they are full (up to the window, if any)."""
         reserved = 0 if self._keys is None else self._keys.shape[2]
-        if slots <= reserved:
+        if slots <= reserved and self._keys is not None:
             return
         grown = max(slots, 2 * reserved)
         if self.capacity is not None:
@@ -185,7 +189,7 @@ class KVCache:
     """One LayerCache per attention layer of a model, for one batch of sequences: pass `cache[i]` to layer i."""
 
     def __init__(self, num_layers: int) -> None:
-        self.layers = [LayerCache() for _ in range(check_size(num_layers, "num_layers"))]
+        self.layers = [LayerCache() for _ in range(check_size(num_layers, "num_layers", maximum=1024))]
         # (batch, tokens seen) True at the padding tokens a model was given (left-padded batches), or None: no padding
         self.padding: torch.Tensor | None = None
 
@@ -193,14 +197,14 @@ class KVCache:
         return len(self.layers)
 
     def __getitem__(self, layer: int) -> LayerCache:
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(self.layers):
-            raise IndexError(
-                bilingual(
-                    f"layer must be an integer from 0 to {len(self.layers) - 1}, got {layer!r}.",
-                    f"layer 必须是 0 到 {len(self.layers) - 1} 之间的整数，实际是 {layer!r}。",
-                )
+        if not isinstance(layer, (bool, np.bool_)) and isinstance(layer, (int, np.integer)) and 0 <= layer < len(self.layers):
+            return self.layers[int(layer)]  # numpy integers count, as everywhere in the package
+        raise IndexError(
+            bilingual(
+                f"layer must be an integer from 0 to {len(self.layers) - 1}, got {layer!r}.",
+                f"layer 必须是 0 到 {len(self.layers) - 1} 之间的整数，实际是 {layer!r}。",
             )
-        return self.layers[layer]
+        )
 
     @property
     def position(self) -> int:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_size
+from ..checks import bilingual, cannot_read, check_size
+from ..devices import check_device, check_fits
 
 
 def check_window(window: object, sinks: object = 0) -> tuple[int | None, int]:
@@ -39,7 +40,7 @@ def check_positions(positions: object, name: str) -> torch.Tensor:
                 f"{name} 应为一维整数张量，每个元素是一个位置，例如 torch.arange(6)；实际是 {positions!r:.60}。",
             )
         )
-    if positions.numel() and positions.min() < 0:
+    if positions.numel() and not cannot_read(positions) and positions.min() < 0:  # meta: no values to read
         raise ValueError(bilingual(f"{name} must be at least 0.", f"{name} 不能小于 0。"))
     return positions
 
@@ -65,6 +66,7 @@ def sliding_window_mask(
     num_tokens: int, window: int | None, sinks: int = 0, device: torch.device | str | None = None
 ) -> torch.Tensor:
     """(T, T) mask for a whole sequence, True = hide: the causal mask with everything older than the window hidden too."""
-    num_tokens = check_size(num_tokens, "num_tokens", minimum=0)
+    num_tokens, device = check_size(num_tokens, "num_tokens", minimum=0), check_device(device)
+    check_fits(num_tokens, "num_tokens", lambda n: 9 * n * n, device)  # the mask, and the int64 distances behind it
     positions = torch.arange(num_tokens, device=device)
     return hidden_by_window(positions, positions, window, sinks)

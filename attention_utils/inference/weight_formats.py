@@ -57,11 +57,20 @@ class Int8Linear(nn.Module):
                 f"Int8Linear 只接受不带偏置的 nn.Linear，实际是 {type(linear).__name__}。"))
         values, scale = quantize_rows(linear.weight.detach())
         self.register_buffer("values", values)  # (out, in) int8
-        self.register_buffer("scale", scale)  # (out,) float32
+        self.register_buffer("scale", scale.to(linear.weight.dtype))  # (out,) in the dtype the layer computes in
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
+    @property
+    def weight(self) -> torch.Tensor:
+        """The weight these int8 rows stand for, scale * values, in the compute dtype (what nn.Linear's .weight is).
+
+        The package's checks read a module's `.weight` for its dtype and device (FusedMultiHeadAttention
+        checks its input against `qkv.weight`); the forward never builds it.
+        """
+        return self.values.to(self.scale.dtype) * self.scale[:, None]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (..., in) times the int8 rows, each scaled: torch's int8 weight kernel, in x's dtype (float32 or bfloat16)."""
+        """x (..., in) times the int8 rows, each scaled: torch's int8 weight kernel, in the compute dtype (x's)."""
         flat = x.reshape(-1, self.in_features)
         out = torch._weight_int8pack_mm(flat, self.values, self.scale.to(x.dtype))  # (N, out)
         return out.reshape(*x.shape[:-1], self.out_features)

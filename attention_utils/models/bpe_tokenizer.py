@@ -12,13 +12,15 @@ Every symbol left is a token of the vocabulary. Decoding runs the other way: tok
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from functools import lru_cache
 
 import regex  # the standard `re` has no \p{L} (any letter) or \p{N} (any digit or number sign)
 import torch
 
-from ..checks import bilingual, check_size
+from ..checks import bilingual, check_size, shown
+from .gguf_file import GGUFFile, check_file, setting
 
 CONTROL = 3  # GGUF's token type for control tokens such as <|endoftext|>
 DIGIT = regex.compile(r"(\p{N})")  # the parentheses keep each digit as a piece of its own when splitting
@@ -58,6 +60,18 @@ def check_text(text: object, name: str = "text") -> str:
     return text
 
 
+def check_strings(values: object, name: str, minimum: int = 0) -> list[str]:
+    """A list (or tuple) of strings, at least `minimum` of them: a vocabulary, its merges or its control tokens."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) < minimum \
+            or not all(isinstance(value, str) for value in values):
+        raise TypeError(bilingual(
+            f"{name} must be a list of at least {minimum} str, got {shown(values)}; ByteLevelBPE.from_gguf(read_gguf()) "
+            "builds the tokenizer of lesson 13's model.",
+            f"{name} 必须是至少 {minimum} 个字符串组成的列表，实际是 {shown(values, True)}；"
+            "ByteLevelBPE.from_gguf(read_gguf()) 可以得到第 13 课模型的分词器。"))
+    return list(values)
+
+
 def check_ids(ids: object, vocab_size: int) -> list[int]:
     """Token ids to decode: a 1-D tensor or array, or a list, of whole numbers in 0..vocab_size - 1."""
     if hasattr(ids, "tolist") and getattr(ids, "ndim", 1) != 1:
@@ -86,26 +100,43 @@ class ByteLevelBPE:
     """Turns text into token ids with a vocabulary (id -> token text) and merges ("Ġ t" = join "Ġ" and "t")."""
 
     def __init__(self, tokens: Sequence[str], merges: Sequence[str], control_tokens: Sequence[str] = ()) -> None:
-        self.tokens = list(tokens)
+        self.tokens = check_strings(tokens, "tokens", minimum=1)
         self.ids = {token: index for index, token in enumerate(self.tokens)}
+        merges = check_strings(merges, "merges")
         self.ranks = {tuple(merge.split(" ")): rank for rank, merge in enumerate(merges)}  # lower rank = merged first
         self.to_byte = {character: byte for byte, character in byte_alphabet().items()}
+        unknown = [token for token in check_strings(control_tokens, "control_tokens") if token not in self.ids]
+        if unknown:
+            raise ValueError(bilingual(
+                f"control_tokens must be tokens of the vocabulary; {unknown[0]!r} is not one of `tokens`.",
+                f"control_tokens 必须是词表里的词元；{unknown[0]!r} 不在 `tokens` 里。"))
         self.control = {token: self.ids[token] for token in control_tokens}
         longest_first = sorted(self.control, key=len, reverse=True)
         self.control_split = regex.compile("(" + "|".join(map(regex.escape, longest_first)) + ")") if longest_first else None
         self._merged: dict[str, list[str]] = {}  # piece -> its symbols after merging, remembered
+        # the bytes the vocabulary has no token for (in SmolLM2's: six control characters, and 0xF1 and 0xF2,
+        # which begin the UTF-8 of U+40000..U+BFFFF); a text holding one is refused, never silently shortened
+        self.unwritable = bytes(byte for byte, character in byte_alphabet().items() if character not in self.ids)
+        self._writable = bytes(byte for byte in range(256) if byte not in self.unwritable)
 
     @classmethod
-    def from_gguf(cls, file) -> ByteLevelBPE:
-        """The tokenizer stored in a GGUF file (`gguf_file.read_gguf()`): tokens, merges, control tokens."""
-        meta = file.metadata
-        if meta.get("tokenizer.ggml.model") != "gpt2":
+    def from_gguf(cls, file: GGUFFile | str | os.PathLike) -> ByteLevelBPE:
+        """The tokenizer stored in a GGUF file (`gguf_file.read_gguf()`, or a path): tokens, merges, control tokens."""
+        file = check_file(file, "ByteLevelBPE.from_gguf")
+        kind = setting(file, "tokenizer.ggml.model")
+        if kind != "gpt2":
             raise ValueError(bilingual(
-                f"This file's tokenizer is {meta.get('tokenizer.ggml.model')!r}, not byte-level BPE ('gpt2').",
-                f"这个文件的分词器是 {meta.get('tokenizer.ggml.model')!r}，不是字节级 BPE（'gpt2'）。"))
-        tokens = meta["tokenizer.ggml.tokens"]
-        control = [token for token, kind in zip(tokens, meta["tokenizer.ggml.token_type"]) if kind == CONTROL]
-        return cls(tokens, meta["tokenizer.ggml.merges"], control)
+                f"This file's tokenizer is {kind!r}, not byte-level BPE ('gpt2').",
+                f"这个文件的分词器是 {kind!r}，不是字节级 BPE（'gpt2'）。"))
+        tokens = setting(file, "tokenizer.ggml.tokens")
+        types = setting(file, "tokenizer.ggml.token_type")
+        if not isinstance(types, list) or not isinstance(tokens, list) or len(types) != len(tokens):
+            raise ValueError(bilingual(
+                f"{file.path.name}: 'tokenizer.ggml.token_type' must give one type per token of 'tokenizer.ggml.tokens'; "
+                "the file is damaged.",
+                f"{file.path.name}：'tokenizer.ggml.token_type' 应为 'tokenizer.ggml.tokens' 的每个词元给出一个类型；文件已损坏。"))
+        control = [token for token, kind in zip(tokens, types) if kind == CONTROL]
+        return cls(tokens, setting(file, "tokenizer.ggml.merges"), control)
 
     @property
     def vocab_size(self) -> int:
@@ -120,9 +151,7 @@ class ByteLevelBPE:
         if piece in self._merged:
             return self._merged[piece]
         alphabet = byte_alphabet()
-        # a byte the vocabulary never saw (a few control characters, such as 0x04) is left out, as Hugging Face's
-        # tokenizer does; bytes that valid UTF-8 text can hold all have a token
-        symbols = [alphabet[byte] for byte in piece.encode("utf-8") if alphabet[byte] in self.ids]
+        symbols = [alphabet[byte] for byte in piece.encode("utf-8")]  # encode() refused bytes without a token
         while len(symbols) > 1:
             pairs = {(a, b) for a, b in zip(symbols, symbols[1:])}
             best = min(pairs, key=lambda pair: self.ranks.get(pair, len(self.ranks)))
@@ -141,8 +170,13 @@ class ByteLevelBPE:
         return symbols
 
     def encode(self, text: str) -> list[int]:
-        """The token ids of a text (no beginning-of-text token is added: this model's file asks for none)."""
-        check_text(text)
+        """The token ids of a text (no beginning-of-text token is added: this model's file asks for none).
+
+        Decoding the ids gives the text back. A character the vocabulary cannot write (its UTF-8 holds
+        a byte with no token) is refused with its position; Hugging Face's tokenizer and llama.cpp
+        drop such bytes without a word.
+        """
+        self.check_writable(check_text(text))
         parts = self.control_split.split(text) if self.control_split else [text]
         ids = []
         for part in parts:
@@ -151,6 +185,27 @@ class ByteLevelBPE:
             else:
                 ids += [self.ids[symbol] for piece in self.split(part) for symbol in self.merge(piece)]
         return ids
+
+    def check_writable(self, text: str, name: str = "text") -> str:
+        """Refuse a lone surrogate (not text at all) and a character whose bytes this vocabulary has no token for."""
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            character = text[error.start]
+            raise ValueError(bilingual(
+                f"{name} holds a lone surrogate {ascii(character)} at position {error.start}, half of a character, which "
+                "is not text; remove it (it often comes from text cut in the middle of an emoji).",
+                f"{name} 在位置 {error.start} 有一个单独的代理码位 {ascii(character)}，它只是半个字符，不是文本；"
+                "请删掉它（它常常来自在表情符号中间截断的文本）。")) from None
+        if encoded.translate(None, delete=self._writable):  # any byte left is one without a token
+            position, character = next((i, c) for i, c in enumerate(text) if set(c.encode("utf-8")) & set(self.unwritable))
+            missing = next(byte for byte in character.encode("utf-8") if byte in self.unwritable)
+            raise ValueError(bilingual(
+                f"{name} holds {ascii(character)} (U+{ord(character):04X}) at position {position}, which this model's "
+                f"vocabulary cannot write (it has no token for the byte 0x{missing:02X}); remove or replace it.",
+                f"{name} 在位置 {position} 有字符 {ascii(character)}（U+{ord(character):04X}），这个模型的词表写不出它"
+                f"（没有表示字节 0x{missing:02X} 的词元）；请删掉或换掉它。"))
+        return text
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes one token stands for (a control token: its own text)."""

@@ -17,9 +17,10 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_size, check_tensor
+from ..checks import bilingual, check_seed, check_size, check_tensor
 from ..functional import causal_mask, scaled_dot_product_attention
 from ..inference.grouped_query import repeat_kv_heads
+from ..inference.sliding_window import check_window
 from .llama import LlamaModel
 
 
@@ -118,6 +119,15 @@ def induction_score(maps: torch.Tensor, period: int) -> torch.Tensor:
 def strongest(scores: torch.Tensor) -> tuple[int, int, float]:
     """(layer, head, score) of the largest entry of a (layers, heads) table."""
     check_tensor(scores, "scores", ranks=(2,))
+    if scores.numel() == 0:
+        raise ValueError(
+            bilingual(
+                f"scores is empty (shape {tuple(scores.shape)}), so no head is strongest; pass a (layers, heads) "
+                "table such as sink_share(maps).",
+                f"scores 是空的（形状为 {tuple(scores.shape)}），没有最强的头可言；请传入 (layers, heads) 的表，"
+                "例如 sink_share(maps)。",
+            )
+        )
     layer, head = divmod(int(scores.argmax()), scores.shape[1])
     return layer, head, float(scores[layer, head])
 
@@ -128,10 +138,11 @@ def repeated_random_tokens(period: int, seed: int, low: int = 1000, high: int = 
     Ids 1,000 to 9,999 are frequent word pieces of SmolLM2's vocabulary (the first ids are control
     tokens and single bytes). Random tokens have no meaning, so only copying predicts the second half.
     """
-    period, low, high = check_size(period, "period", minimum=2), check_size(low, "low", 0), check_size(high, "high")
+    period, low = check_size(period, "period", minimum=2, maximum=1_000_000), check_size(low, "low", 0)
+    high = check_size(high, "high", maximum=2**63 - 1)  # torch.randint's largest
     if low >= high:
         raise ValueError(bilingual(f"low={low} must be smaller than high={high}.", f"low={low} 必须小于 high={high}。"))
-    half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_size(seed, "seed", 0)))
+    half = torch.randint(low, high, (1, period), generator=torch.Generator().manual_seed(check_seed(seed)))
     return torch.cat([half, half], dim=1)
 
 
@@ -181,3 +192,22 @@ def silence_head(model: nn.Module, layer: int, head: int) -> Iterator[None]:
     finally:
         with torch.no_grad():
             weight[:, columns] = saved
+
+
+@contextmanager
+def windowed(model: nn.Module, window: int | None, sinks: int = 0) -> Iterator[None]:
+    """Inside the `with` block every attention layer sees only a sliding window of `window` keys, plus the first `sinks`.
+
+    Lesson 12's window, put on the real model for a measurement: without a cache each layer recomputes
+    the whole text under the window mask. The layers get their own settings back afterwards.
+    """
+    window, sinks = check_window(window, sinks)
+    layers = [block.attention for block in check_model(model).blocks]
+    saved = [(layer.window, layer.sinks) for layer in layers]
+    for layer in layers:
+        layer.window, layer.sinks = window, sinks
+    try:
+        yield
+    finally:
+        for layer, (old_window, old_sinks) in zip(layers, saved):
+            layer.window, layer.sinks = old_window, old_sinks

@@ -12,15 +12,17 @@ stored: quantized (4-bit blocks), and with queries and keys laid out for interle
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .bpe_tokenizer import ByteLevelBPE, check_text
-from ..checks import bilingual, check_length, check_padding_mask, check_result, check_size
-from .gguf_file import GGUFFile, read_gguf
-from ..inference.kv_cache import KVCache, LayerCache, check_model_cache
+from ..checks import bilingual, cannot_read, check_length, check_padding_mask, check_real, check_result, check_size
+from ..devices import check_fits
+from .gguf_file import GGUFFile, check_file, read_gguf, setting
+from ..inference.kv_cache import KVCache, LayerCache
 from ..fused import FusedMultiHeadAttention
 from ..rotary import rotary_cos_sin
 
@@ -44,23 +46,39 @@ class LlamaConfig:
         return self.d_model // self.num_heads
 
     @classmethod
-    def from_gguf(cls, file: GGUFFile) -> LlamaConfig:
-        meta = file.metadata
-        if meta.get("general.architecture") != "llama":
+    def from_gguf(cls, file: GGUFFile | str | os.PathLike) -> LlamaConfig:
+        """The sizes a GGUF file's header states; ValueError naming a setting that is missing or not a size."""
+        file = check_file(file, "LlamaConfig.from_gguf")
+        architecture = setting(file, "general.architecture")
+        if architecture != "llama":
             raise ValueError(bilingual(
-                f"This file holds a {meta.get('general.architecture')!r} model; only 'llama' models can be built here.",
-                f"这个文件里的模型架构是 {meta.get('general.architecture')!r}；这里只能搭建 'llama' 架构的模型。"))
+                f"This file holds a {architecture!r} model; only 'llama' models can be built here.",
+                f"这个文件里的模型架构是 {architecture!r}；这里只能搭建 'llama' 架构的模型。"))
+        tokens = setting(file, "tokenizer.ggml.tokens")
+        sizes = {field: check_size(setting(file, f"llama.{key}"), f"llama.{key}") for field, key in (
+            ("context_length", "context_length"), ("d_model", "embedding_length"), ("num_layers", "block_count"),
+            ("num_heads", "attention.head_count"), ("num_kv_heads", "attention.head_count_kv"),
+            ("d_ff", "feed_forward_length"))}
+        check_size(sizes["num_layers"], "llama.block_count", maximum=MAX_LAYERS)
+        vocab_size = check_size(len(tokens) if isinstance(tokens, list) else tokens, "tokenizer.ggml.tokens")
+        check_fits(sizes["d_model"], "llama.embedding_length", lambda d: FLOAT_BYTES * parameter_count(
+            vocab_size, d, sizes["num_layers"], sizes["d_ff"]))
         return cls(
-            vocab_size=len(meta["tokenizer.ggml.tokens"]),
-            context_length=meta["llama.context_length"],
-            d_model=meta["llama.embedding_length"],
-            num_layers=meta["llama.block_count"],
-            num_heads=meta["llama.attention.head_count"],
-            num_kv_heads=meta["llama.attention.head_count_kv"],
-            d_ff=meta["llama.feed_forward_length"],
-            rotary_base=float(meta["llama.rope.freq_base"]),
-            norm_eps=float(meta["llama.attention.layer_norm_rms_epsilon"]),
+            vocab_size=vocab_size,
+            rotary_base=check_real(setting(file, "llama.rope.freq_base"), "llama.rope.freq_base", "100000.0", True),
+            norm_eps=check_real(setting(file, "llama.attention.layer_norm_rms_epsilon"),
+                                "llama.attention.layer_norm_rms_epsilon", "1e-05", True),
+            **sizes,
         )
+
+
+MAX_LAYERS = 1024  # the contract's bound on layers built one by one
+FLOAT_BYTES = 4
+
+
+def parameter_count(vocab_size: int, d_model: int, num_layers: int, d_ff: int) -> int:
+    """About how many numbers the model holds (every projection as large as with one key/value head per query head)."""
+    return vocab_size * d_model + num_layers * (4 * d_model * d_model + 3 * d_model * d_ff + 2 * d_model) + d_model
 
 
 class RMSNorm(nn.Module):
@@ -143,8 +161,17 @@ class LlamaModel(nn.Module):
         repeating them in every layer cost). NaN or inf in the result is reported as for any module.
         """
         check_token_ids(tokens, self.config.vocab_size)
+        if tokens.device != self.token_embedding.weight.device:
+            where = self.token_embedding.weight.device
+            raise TypeError(bilingual(
+                f"tokens are on {tokens.device} but the model is on {where}; move them with tokens.to('{where}').",
+                f"tokens 在 {tokens.device} 上，而模型在 {where} 上；请用 tokens.to('{where}') 移过去。"))
+        if cache is not None and (not isinstance(cache, KVCache) or len(cache) != len(self.blocks)):
+            raise TypeError(bilingual(
+                f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
+                f"cache 必须是 KVCache({len(self.blocks)})，每个模块一层缓存，实际是 {type(cache).__name__}。"))
         batch, num_tokens = tokens.shape
-        start = 0 if cache is None else check_model_cache(cache, len(self.blocks))
+        start = 0 if cache is None else cache.position
         if start:
             _check_cache_fits(cache, batch, self.token_embedding.weight.dtype)
         check_length(start + num_tokens, self.config.context_length)
@@ -185,20 +212,32 @@ class LlamaModel(nn.Module):
         return (cos.to(dtype), sin.to(dtype)), attn_mask
 
     @classmethod
-    def from_gguf(cls, file: GGUFFile) -> LlamaModel:
-        """The model with the file's weights, taken as they are stored (queries and keys in the interleaved layout)."""
+    def from_gguf(cls, file: GGUFFile | str | os.PathLike) -> LlamaModel:
+        """The model with the file's weights, taken as they are stored (queries and keys in the interleaved layout).
+
+        Takes what read_gguf returns, or a path (read with read_gguf). Every tensor's shape is
+        checked against the model's before any is read, so a file of another size is refused whole.
+        """
+        file = check_file(file, "LlamaModel.from_gguf")
         model = cls(LlamaConfig.from_gguf(file))
-        names = {"token_embedding.weight": "token_embd.weight", "final_norm.weight": "output_norm.weight"}
+        names = {"token_embedding.weight": ["token_embd.weight"], "final_norm.weight": ["output_norm.weight"]}
         parts = {"attention_norm": "attn_norm", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
                  "feed_forward.gate": "ffn_gate", "feed_forward.up": "ffn_up", "feed_forward.down": "ffn_down"}
         for i in range(model.config.num_layers):
-            names.update({f"blocks.{i}.{ours}.weight": f"blk.{i}.{theirs}.weight" for ours, theirs in parts.items()})
-        weights = {ours: file.tensor(theirs) for ours, theirs in names.items()}
-        for i in range(model.config.num_layers):
+            names.update({f"blocks.{i}.{ours}.weight": [f"blk.{i}.{theirs}.weight"] for ours, theirs in parts.items()})
             # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
-            weights[f"blocks.{i}.attention.qkv.weight"] = torch.cat([file.tensor(f"blk.{i}.attn_{part}.weight")
-                                                                     for part in "qkv"])
-        model.load_state_dict(weights)
+            names[f"blocks.{i}.attention.qkv.weight"] = [f"blk.{i}.attn_{part}.weight" for part in "qkv"]
+        expected = model.state_dict()
+        for ours, theirs in names.items():
+            shapes = [file.entry(name).shape for name in theirs]
+            stacked = (sum(shape[0] for shape in shapes), *shapes[0][1:]) if len({s[1:] for s in shapes}) == 1 else None
+            if stacked != tuple(expected[ours].shape):
+                raise ValueError(bilingual(
+                    f"{file.path.name}: tensor {' + '.join(theirs)} has shape {' + '.join(map(str, shapes))}, but the sizes "
+                    f"in its header ask for {tuple(expected[ours].shape)}; the file is damaged or not a model of this kind.",
+                    f"{file.path.name}：张量 {' + '.join(theirs)} 的形状是 {' + '.join(map(str, shapes))}，而文件头里的大小"
+                    f"要求 {tuple(expected[ours].shape)}；文件已损坏，或者不是这种模型。"))
+        model.load_state_dict({ours: torch.cat([file.tensor(name) for name in theirs]) for ours, theirs in names.items()})
         return model.eval().requires_grad_(False)
 
 
@@ -245,7 +284,7 @@ def check_token_ids(tokens: object, vocab_size: int) -> torch.Tensor:
         raise ValueError(bilingual(
             f"tokens must have shape (batch, T) with at least one token, got {tuple(tokens.shape)}.",
             f"tokens 的形状应为 (batch, T)，且至少有一个词元，实际是 {tuple(tokens.shape)}。"))
-    if tokens.min() < 0 or tokens.max() >= vocab_size:
+    if tokens.numel() and not cannot_read(tokens) and (tokens.min() < 0 or tokens.max() >= vocab_size):  # batch 0: none
         raise ValueError(bilingual(
             f"token ids must lie in 0..{vocab_size - 1}, got values from {int(tokens.min())} to {int(tokens.max())}.",
             f"词元编号应在 0 到 {vocab_size - 1} 之间，实际范围是 {int(tokens.min())} 到 {int(tokens.max())}。"))
@@ -258,7 +297,7 @@ def model_inputs(tokenizer: ByteLevelBPE, prompt: object, context_length: int = 
         raise TypeError(bilingual(
             f"tokenizer must be the ByteLevelBPE that load_smollm2() returns, got {type(tokenizer).__name__}.",
             f"tokenizer 必须是 load_smollm2() 返回的 ByteLevelBPE，实际是 {type(tokenizer).__name__}。"))
-    ids = tokenizer.encode(check_text(prompt, "prompt"))
+    ids = tokenizer.encode(tokenizer.check_writable(check_text(prompt, "prompt"), "prompt"))
     if not ids:
         raise ValueError(bilingual(
             f"prompt {prompt!r} has no tokens; write at least one word, such as 'The capital of France is'.",

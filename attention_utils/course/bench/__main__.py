@@ -6,10 +6,12 @@
     python -m attention_utils.course.bench --kernel   # only lesson 9's kernel memory: explicit vs tiled vs SDPA
     python -m attention_utils.course.bench --same-process --check   # only redo the same-process comparison
     python -m attention_utils.course.bench --decode   # only lesson 12's decoding: KV cache, GQA, window, FlexAttention
-    python -m attention_utils.course.bench --model    # only lesson 14's real model: formats, batches, roofs (figures/bench_model.json)
+    python -m attention_utils.course.bench --recurrent   # only lesson 16's decode step: KV cache against a fixed state
+    python -m attention_utils.course.bench --model    # only lesson 13's real model: prefill and one decode step
 
 A full run saves what the lessons and the README quote in figures/bench_results.json,
-figures/bench_kernel.json and figures/bench_decode.json (committed), and draws every figure in
+figures/bench_kernel.json, figures/bench_decode.json, figures/bench_recurrent.json and figures/bench_model.json
+(committed), and draws every figure in
 English and in Chinese.
 """
 
@@ -23,11 +25,15 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, load_saved
+from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, load_saved
 from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
+from .recurrent import RECURRENT_FULL, RECURRENT_QUICK
+from .recurrent_report import run_recurrent
 from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
+from .model_decode import MODEL_FULL, MODEL_QUICK
+from .model_report import run_model_decode
 from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
 
 
@@ -42,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", action="store_true", help="only measure lesson 9's kernels into figures/bench_kernel.json")
     parser.add_argument("--decode", action="store_true",
                         help="only the decode benchmark (lesson 12) into figures/bench_decode.json (with --quick: build/bench/quick/)")
+    parser.add_argument("--recurrent", action="store_true",
+                        help="only lesson 16's decode step, KV cache against a fixed state, into figures/bench_recurrent.json "
+                             "(with --quick: build/bench/quick/)")
     parser.add_argument("--model", action="store_true",
-                        help="only lesson 14's real-model bench into figures/bench_model.json (with --quick: build/bench/quick/)")
+                        help="only the real model's prefill and decode step (lesson 13) into figures/bench_model.json")
     parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
@@ -56,10 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         decoded = run_decode(DECODE_QUICK if args.quick else DECODE_FULL, args.threads, out, args.quick, args.replot)
         print(f"decode results in {out if args.quick else SAVED_DECODE}; {time.perf_counter() - began:.0f} s")
         return finish(decoded["checks"] if args.check else [])
+    if args.recurrent:
+        found = run_recurrent(RECURRENT_QUICK if args.quick else RECURRENT_FULL, args.threads, out, args.quick, args.replot)
+        print(f"recurrent results in {out if args.quick else 'figures/bench_recurrent.json'}; {time.perf_counter() - began:.0f} s")
+        return finish(found["checks"] if args.check else [])
     if args.model:
-        from .model_formats import main as model_main  # loads the real model and transformers: only when asked
-
-        return model_main((["--quick"] if args.quick else []) + ["--threads", str(args.threads)])
+        run_model_decode(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick, args.replot)
+        print(f"model results in {out / 'model.json' if args.quick else SAVED_MODEL}; {time.perf_counter() - began:.0f} s")
+        return 0
     if args.kernel:
         save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
         print(f"kernel results in {SAVED_KERNEL}; {time.perf_counter() - began:.0f} s")
@@ -98,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.same_process:
             decoded = run_decode(DECODE_FULL, args.threads, out, quick=False, replot=args.replot)
             results.setdefault("checks", []).extend(decoded["checks"] if args.check else [])
+            recurrent = run_recurrent(RECURRENT_FULL, args.threads, out, quick=False, replot=args.replot)
+            results.setdefault("checks", []).extend(recurrent["checks"] if args.check else [])
+            run_model_decode(MODEL_FULL, args.threads, out, quick=False, replot=args.replot)
     print(report(results))
     print(f"results in {out}, figures in {figures}; {time.perf_counter() - began:.0f} s in all")
     return finish(results.get("checks", []))

@@ -137,6 +137,7 @@ def measure_decode(workload: DecodeWorkload, key: str, length: int, threads: int
         "formula_bytes": kv_cache_bytes(workload.num_layers, kv_heads, workload.d_model // workload.num_heads,
                                         kept_after_prefill),
         "tokens_kept": kept_after_prefill,
+        "weight_bytes": sum(p.numel() * p.element_size() for p in stack.parameters()),  # read once by every decode step
     }
 
 
@@ -154,9 +155,9 @@ def flex_contenders(workload: DecodeWorkload) -> dict[str, tuple[tuple[str, str]
 
     may_attend = ~sliding_window_mask(length, window)
     return {
-        "flex_window": (("FlexAttention, window block mask", "FlexAttention + 窗口分块掩码"),
+        "flex_window": (("FlexAttention, window block mask", "FlexAttention + 窗口分数块掩码"),
                         lambda q, k, v: flex(q, k, v, block_mask=skipping)),
-        "flex_causal_blocks": (("FlexAttention, causal blocks only", "FlexAttention + 仅因果分块"),
+        "flex_causal_blocks": (("FlexAttention, causal blocks only", "FlexAttention + 仅因果分数块"),
                                lambda q, k, v: flex(q, k, v, score_mod=outside_window, block_mask=causal_blocks)),
         "sdpa_mask": (("SDPA, boolean window mask", "SDPA + 布尔窗口掩码"),
                       lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=may_attend)),
@@ -165,8 +166,17 @@ def flex_contenders(workload: DecodeWorkload) -> dict[str, tuple[tuple[str, str]
     }
 
 
+FLEX_PAIRS = (("flex_window", "flex_causal_blocks"), ("flex_window", "sdpa_mask"), ("flex_window", "sdpa_causal"),
+              ("flex_causal_blocks", "sdpa_causal"))  # each ratio timed as neighbours: first / second
+
+
 def measure_flex(workload: DecodeWorkload, threads: int) -> dict:
-    """In a fresh process: one window attention call, compiled FlexAttention against SDPA, rotated order."""
+    """In a fresh process: one window attention call, compiled FlexAttention against SDPA, as neighbouring pairs.
+
+    Each pair of FLEX_PAIRS is timed back to back in alternating order (as lessons 8 and 9 time their
+    steps), so both sides of a ratio share the input and the machine's moment; `ratios` holds each pair's
+    ratio of medians, `median_ms` the median of every call of a way.
+    """
     if not can_compile():
         return {"error": "torch.compile cannot build CPU kernels here (no C++ compiler, or ATEN_CPU_CAPABILITY=default)"}
     torch.set_num_threads(threads)
@@ -178,13 +188,18 @@ def measure_flex(workload: DecodeWorkload, threads: int) -> dict:
         outputs = {key: attend(queries, keys, values) for key, (_, attend) in contenders.items()}  # compiles
         reference = outputs["sdpa_mask"]
         agree = {key: float((out - reference).abs().max()) for key, out in outputs.items() if key != "sdpa_causal"}
-        order = list(contenders)
-        times: dict[str, list[float]] = {key: [] for key in order}
-        for call in range(workload.flex_calls):
-            for key in order[call % len(order):] + order[: call % len(order)]:
-                start = time.perf_counter()
-                contenders[key][1](queries, keys, values)
-                times[key].append(time.perf_counter() - start)
+        times: dict[str, list[float]] = {key: [] for key in contenders}
+        ratios = {}
+        for first, second in FLEX_PAIRS:
+            pair: dict[str, list[float]] = {first: [], second: []}
+            for call in range(workload.flex_calls):
+                for key in (first, second) if call % 2 == 0 else (second, first):
+                    start = time.perf_counter()
+                    contenders[key][1](queries, keys, values)
+                    pair[key].append(time.perf_counter() - start)
+            ratios[f"{first}/{second}"] = statistics.median(pair[first]) / statistics.median(pair[second])
+            for key, found in pair.items():
+                times[key] += found
     tiles = window_block_mask(workload.flex_length, workload.flex_window, block_size=workload.flex_block)
     blocks = workload.flex_length // workload.flex_block
     return {
@@ -195,6 +210,8 @@ def measure_flex(workload: DecodeWorkload, threads: int) -> dict:
         "causal_tiles": blocks * (blocks + 1) // 2,
         "max_difference": agree,
         "median_ms": {key: 1e3 * statistics.median(found) for key, found in times.items()},
+        "ratios": ratios,
+        "calls_per_pair": workload.flex_calls,
         "labels": {key: list(label) for key, (label, _) in contenders.items()},
     }
 

@@ -82,7 +82,7 @@ def decode_markdown(results: dict) -> str:
         f"W = {work['window']} tokens.",
         "",
         f"在 T = {longest} 时，有了缓存，生成每个新词元的速度是不用缓存时的 {mha['speedup']:.1f} 倍（MHA）。每次运行中缓存的大小都正好是 "
-        f"2 × 层数 × 键值头数 × head_dim × 词元数 × 4 字节；加上滑动窗口后，缓存长到 W = {work['window']} 个词元就不再增长。",
+        f"2 × 层数 × 键值头数 × 每个头的维数 × 词元数 × 4 字节；加上滑动窗口后，缓存长到 W = {work['window']} 个词元就不再增长。",
     ]
     lines += ["", *flex_lines(results)]
     if results["notes"]:
@@ -95,8 +95,12 @@ def decode_markdown(results: dict) -> str:
 
 
 def flex_lines(results: dict) -> list[str]:
-    """The FlexAttention result in English, then in Chinese (the sentences lesson 12 prints)."""
-    return [flex_summary(results, "en"), "", flex_summary(results, "zh")]
+    """The FlexAttention result in English, then in Chinese (the lines lesson 12 prints), its indented lines as a list."""
+    lines = []
+    for language in ("en", "zh"):
+        first, *rest = flex_summary(results, language).split("\n")
+        lines += [first, "", *(f"- {line.strip()}" for line in rest), ""]
+    return lines[:-1]
 
 
 def plot_decode(results: dict, folder: Path, language: str) -> Path:

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from .checks import bilingual
+from ..checks import bilingual
 
 
 def explore(draw: Callable[..., Figure], /, **controls: widgets.ValueWidget) -> None:

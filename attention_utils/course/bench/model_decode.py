@@ -1,0 +1,121 @@
+"""The real model's decoding (lesson 13): a prefill of T tokens and one decode step with the cache, timed apart.
+
+One process loads the model once. For each prompt length T it fills a cache with the prompt, then times
+two things in alternating order, `calls` times each: a prefill of the T prompt tokens into an empty
+cache (one pass over T tokens), and one decode step of one new token against the cache (which then
+holds T, T + 1, ... tokens). Both sides of the ratio share the process, the weights in memory and the
+machine's moment. Medians are saved with the bytes a decode step reads: every weight once (the tied
+embedding table once, as the output layer) plus the cache.
+
+Built to grow: a row names its weight format and batch size, so lesson 14 can add bfloat16 or int8
+weights and larger batches as more `ModelVariant`s without changing what lesson 13 reads (float32, batch 1).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ...inference.kv_cache import KVCache, kv_cache_bytes
+
+
+@dataclass(frozen=True)
+class ModelVariant:
+    """How the model runs: its weight format (as stored in torch) and the batch size."""
+
+    weights: str = "float32"
+    batch: int = 1
+
+
+@dataclass(frozen=True)
+class ModelWorkload:
+    """The prompt lengths, how many calls of each kind to time per length, and the variants."""
+
+    lengths: tuple[int, ...]
+    calls: int
+    variants: tuple[ModelVariant, ...] = (ModelVariant(),)
+
+
+MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=7)
+MODEL_QUICK = ModelWorkload(lengths=(8, 16), calls=2)
+
+
+def prompt_ids(length: int, batch: int, vocab_size: int) -> torch.Tensor:
+    """Fixed token ids (batch, length): the same every run, spread over the vocabulary (the content does not change the time)."""
+    generator = torch.Generator().manual_seed(0)
+    return torch.randint(1000, min(vocab_size, 10000), (batch, length), generator=generator)
+
+
+def weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes of every parameter once: what one decode step reads from memory besides the cache.
+
+    The embedding table is read twice per step in principle (one row for the input, all of it as the
+    output layer), but the input row is one of the table's rows: counting the table once is the whole read.
+    """
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def measure_length(model: torch.nn.Module, variant: ModelVariant, length: int, calls: int) -> dict:
+    """Prefill and one decode step at one prompt length, timed in alternating order; medians in ms."""
+    config = model.config
+    ids = prompt_ids(length, variant.batch, config.vocab_size)
+    new = prompt_ids(1, variant.batch, config.vocab_size)
+    cache = KVCache(config.num_layers)
+    model(ids, cache=cache)  # the cache the decode steps extend
+    model(new, cache=KVCache(config.num_layers))  # one-off costs, untimed
+    cache_bytes_before = cache.nbytes
+    times: dict[str, list[float]] = {"prefill": [], "decode": []}
+    for call in range(calls):
+        for kind in ("prefill", "decode") if call % 2 == 0 else ("decode", "prefill"):
+            start = time.perf_counter()
+            if kind == "prefill":
+                model(ids, cache=KVCache(config.num_layers))  # one pass over the whole prompt
+            else:
+                model(new, cache=cache)  # one token against the cache
+            times[kind].append(time.perf_counter() - start)
+    prefill, decode = (1e3 * statistics.median(times[kind]) for kind in ("prefill", "decode"))
+    return {
+        "weights": variant.weights,
+        "batch": variant.batch,
+        "length": length,
+        "prefill_ms": prefill,
+        "decode_ms": decode,
+        "prefill_over_decode": prefill / decode,
+        "cache_bytes": cache_bytes_before,
+        "formula_cache_bytes": kv_cache_bytes(config.num_layers, config.num_kv_heads, config.head_dim, length,
+                                              batch=variant.batch),
+        "weight_bytes": weight_bytes(model),
+    }
+
+
+def load_model(variant: ModelVariant) -> torch.nn.Module:
+    """SmolLM2-135M from the installed package, in the variant's weight format (float32 only, for now)."""
+    from ...models.gguf_file import read_gguf
+    from ...models.llama import LlamaModel
+
+    if variant.weights != "float32":
+        raise ValueError(f"weight format {variant.weights!r} is not measured yet; lesson 14 adds it")
+    return LlamaModel.from_gguf(read_gguf())
+
+
+def measure_model(workload: ModelWorkload, threads: int) -> dict:
+    """In one process: every variant at every length; an error dict when the model package is missing."""
+    torch.set_num_threads(threads)
+    try:
+        models = {variant: load_model(variant) for variant in workload.variants}
+    except (FileNotFoundError, ImportError, ValueError) as error:
+        return {"error": f"the model could not be loaded: {error}"}
+    config = next(iter(models.values())).config
+    rows = []
+    with torch.inference_mode():
+        for variant, model in models.items():
+            rows += [measure_length(model, variant, length, workload.calls) for length in workload.lengths]
+    return {
+        "model": {"name": "SmolLM2-135M-Instruct (Q4_1 file, dequantized)", "num_layers": config.num_layers,
+                  "d_model": config.d_model, "num_heads": config.num_heads, "num_kv_heads": config.num_kv_heads,
+                  "head_dim": config.head_dim},
+        "rows": rows,
+    }

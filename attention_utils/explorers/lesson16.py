@@ -1,0 +1,145 @@
+"""Lesson 16's explorer and figures: pairs written into a linear-attention state and a delta-rule state.
+
+A pool of 6 keys is written in turn, each key again after 6 pairs with a new value, as a variable
+is given a new value in a program. After each write the explorer reads every key seen so far back
+from both states and counts the key as recalled when the answer lies closer to the key's latest
+value than to any other key's latest value. With d_k of 6 or more the keys are orthonormal: the
+delta rule recalls every latest value exactly, linear attention returns old and new value added
+together. With d_k below 6 the keys cannot all be orthogonal, and the delta rule loses some too.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from ..language import table, text
+from ..recurrent.delta_rule import delta_rule_step
+from ..recurrent.recall import MODEL_NAMES
+from .widgets import explore
+
+VALUE_SIZE = 4  # d_v: each value is a vector of 4 numbers
+POOL = 6  # distinct keys, written in turn
+
+
+def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Unit keys (num_pairs, key_size) cycling through POOL keys, values (num_pairs, VALUE_SIZE), and each pair's key id.
+
+    The pool's first min(POOL, key_size) keys are orthonormal; any others are random unit vectors.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    basis = torch.linalg.qr(torch.randn(key_size, key_size, generator=generator, dtype=torch.float64)).Q
+    extra = torch.randn(max(0, POOL - key_size), key_size, generator=generator, dtype=torch.float64)
+    pool = torch.cat([basis.T[:POOL], torch.nn.functional.normalize(extra, dim=-1)])
+    ids = [i % POOL for i in range(num_pairs)]
+    values = torch.randn(num_pairs, VALUE_SIZE, generator=generator, dtype=torch.float64)
+    return pool[ids], values, ids
+
+
+def states_after(keys: torch.Tensor, values: torch.Tensor, written: int) -> dict[str, torch.Tensor]:
+    """The linear-attention state (sum of v kᵀ) and the delta-rule state (β = 1) after the first `written` pairs."""
+    linear = torch.zeros(values.shape[1], keys.shape[1], dtype=keys.dtype)
+    delta = linear.clone()
+    for key, value in zip(keys[:written], values[:written]):
+        linear = linear + value[:, None] * key[None, :]
+        delta = delta_rule_step(delta, key, value, 1.0)
+    return {"linear": linear, "delta": delta}
+
+
+def latest(keys: torch.Tensor, values: torch.Tensor, ids: list[int], written: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct keys seen in the first `written` pairs, and the value each was given last."""
+    last = {key_id: index for index, key_id in enumerate(ids[:written])}  # later writes win
+    order = sorted(last)
+    if not order:
+        return keys[:0], values[:0]
+    return keys[[last[i] for i in order]], values[[last[i] for i in order]]
+
+
+def recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """(n,) True where reading key i returns an answer nearest to value i among the n values."""
+    answers = keys @ state.T  # (n, d_v): S k for every key
+    distances = torch.cdist(answers, values)  # (n, n)
+    return distances.argmin(dim=1) == torch.arange(len(keys))
+
+
+def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
+    """Both states as heatmaps, and for each key seen so far the error ‖S k − v‖ against its latest value."""
+    keys, values, ids = recall_example(num_pairs, key_size)
+    written = min(written, num_pairs)
+    states = states_after(keys, values, written)
+    seen_keys, seen_values = latest(keys, values, ids, written)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), width_ratios=(1, 1, 1.6), layout="constrained")
+    limit = max(1.0, max(s.abs().max().item() for s in states.values()))
+    names = {"linear": text("linear attention", "线性注意力"), "delta": text("delta rule", "delta 规则")}
+    count = len(seen_keys)
+    for ax, (kind, state) in zip(axes, states.items()):
+        image = ax.imshow(state.numpy(), cmap="RdBu", vmin=-limit, vmax=limit)
+        hits = recalled(state, seen_keys, seen_values).sum().item() if count else 0
+        ax.set_title(text(f"{names[kind]}: {hits} of {count} keys recalled", f"{names[kind]}：{count} 个键中回忆出 {hits} 个"),
+                     fontsize=10)
+        ax.set_xlabel(text("key feature (d_k)", "键的特征（d_k）"))
+        ax.set_ylabel(text("value feature (d_v)", "值的特征（d_v）"))
+        fig.colorbar(image, ax=ax, shrink=0.7)
+    bars = axes[2]
+    positions = torch.arange(count)
+    for offset, (kind, state) in zip((-0.2, 0.2), states.items()):
+        errors = (seen_keys @ state.T - seen_values).norm(dim=1) if count else torch.zeros(0)
+        bars.bar((positions + offset).numpy(), errors.numpy(), width=0.4, label=names[kind])
+    bars.set_xticks(range(count), [text(f"key {i}", f"键 {i}") for i in range(count)])
+    bars.set_ylabel("‖S k − v‖")
+    bars.set_title(text(f"error against each key's latest value; d_k = {key_size}",
+                        f"与每个键最新的值之间的误差；d_k = {key_size}"), fontsize=10)
+    bars.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def show_states(num_pairs: int = 12, key_size: int = 8, written: int = 9) -> None:
+    """The explorer: how many pairs are written, and the key size d_k."""
+    explore(
+        lambda written, key_size: draw_states(num_pairs, key_size, written),
+        written=widgets.IntSlider(value=written, min=0, max=num_pairs, description=text("pairs written", "写入的键值对")),
+        key_size=widgets.IntSlider(value=key_size, min=2, max=8, description=text("key size d_k", "键的维数 d_k")),
+    )
+
+
+def _by_model(rows: list[dict]) -> dict[str, dict[int, list[float]]]:
+    """{model: {pairs: [accuracy of each seed]}} in the order the rows came."""
+    found: dict[str, dict[int, list[float]]] = {}
+    for row in rows:
+        found.setdefault(row["model"], {}).setdefault(row["pairs"], []).append(row["accuracy"])
+    return found
+
+
+def recall_table(rows: list[dict], language: str = "en") -> str:
+    """Held-out recall per model (rows) and number of pairs (columns), each cell 'seed 1 / seed 2'."""
+    found = _by_model(rows)
+    pairs = sorted({row["pairs"] for row in rows})
+    zh = language == "zh"
+    headers = ["模型" if zh else "model"] + [f"N = {n}" for n in pairs]
+    body = [[MODEL_NAMES[name][zh]] + [" / ".join(f"{a:.2f}" for a in found[name][n]) for n in pairs] for name in found]
+    return table(headers, body)
+
+
+def draw_recall(rows: list[dict]) -> Figure:
+    """Accuracy against the number of pairs (mean of the seeds, the seeds' range shaded), and the numbers each model keeps."""
+    found = _by_model(rows)
+    kept = {(row["model"], row["pairs"]): row["kept_floats"] for row in rows}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
+    for index, (name, by_pairs) in enumerate(found.items()):
+        label = text(*MODEL_NAMES[name])
+        pairs = sorted(by_pairs)
+        accuracies = [by_pairs[n] for n in pairs]
+        means = [sum(a) / len(a) for a in accuracies]
+        left.plot(pairs, means, marker="o", color=f"C{index}", label=label)
+        left.fill_between(pairs, [min(a) for a in accuracies], [max(a) for a in accuracies], color=f"C{index}", alpha=0.2)
+        right.plot(pairs, [kept[name, n] for n in pairs], marker="o", color=f"C{index}", label=label)
+    left.set(xlabel=text("key–value pairs N", "键值对数 N"), ylabel=text("held-out recall", "留出准确率"), ylim=(0, 1.02),
+             title=text("recall as the pairs grow", "键值对增多时的回忆准确率"))
+    right.set(xlabel=text("key–value pairs N", "键值对数 N"), ylabel=text("numbers kept while decoding", "解码时保存的数的个数"),
+              title=text("state or cache at the end of the sequence", "序列末尾的状态或缓存"))
+    for ax in (left, right):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,258 @@
+"""Multi-query associative recall (Arora et al. 2023, "Zoology"), and the small models of lesson 16 that learn it.
+
+A sequence lists N key–value pairs, then asks for every key again in a random order:
+
+    k3 v7  k0 v2  k5 v1 | k0 v2  k5 v1  k3 v7
+                          ^ answer v2 here
+
+At each asked key the model must name its value, which only the first half of the sequence says.
+Keys are tokens 0 .. num_keys − 1, values num_keys .. 2 num_keys − 1. Softmax attention keeps
+every pair in its cache; a layer with a fixed state must squeeze all N pairs into it.
+
+Held-out sequences use key–value combinations that training never shows: a pair (key k, value v)
+is held out when (k + v) mod 4 == 0 (v counted from 0). So a model that answers held-out questions
+reads the pairs from its context; it cannot have memorized them.
+
+This task lives here, not beside lesson 10's tasks: those spell letters a–z with one token kind;
+this one needs two vocabularies (keys and values) and a split of the pairs themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from ..checks import bilingual, check_flag, check_real, check_seed, check_size, shown
+from ..language import text
+from ..tasks import Batch
+from ..tiny_model import check_tokens
+from ..training import masked_loss
+from .delta_rule import delta_rule_parallel
+from .linear_attention import feature_map, linear_attention_parallel
+
+HELD_OUT_EVERY = 4  # (key + value) % 4 == 0: a quarter of the combinations never appear in training
+KINDS = ("softmax", "linear", "delta", "gated_delta")
+
+
+@dataclass(frozen=True)
+class RecallTask:
+    """N key–value pairs, then every key again; the model names each key's value. N is drawn per batch."""
+
+    num_keys: int = 32
+    most_pairs: int = 16
+    fewest_pairs: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("num_keys", "most_pairs", "fewest_pairs"):
+            object.__setattr__(self, name, check_size(getattr(self, name), name))
+        if self.num_keys % HELD_OUT_EVERY:
+            raise ValueError(bilingual(
+                f"num_keys must be a multiple of {HELD_OUT_EVERY} (the held-out split takes one value in {HELD_OUT_EVERY} "
+                f"for every key), got {self.num_keys}.",
+                f"num_keys 必须是 {HELD_OUT_EVERY} 的倍数（留出划分为每个键留出 {HELD_OUT_EVERY} 个值中的 1 个），"
+                f"实际是 {self.num_keys}。"))
+        if not self.fewest_pairs <= self.most_pairs <= self.num_keys:
+            raise ValueError(bilingual(
+                f"need fewest_pairs <= most_pairs <= num_keys (the keys of a sequence are distinct), got "
+                f"{self.fewest_pairs}, {self.most_pairs}, {self.num_keys}.",
+                f"需要 fewest_pairs <= most_pairs <= num_keys（一条序列里的键互不相同），实际是 "
+                f"{self.fewest_pairs}、{self.most_pairs}、{self.num_keys}。"))
+
+    @property
+    def vocab_size(self) -> int:
+        return 2 * self.num_keys
+
+    @property
+    def length(self) -> int:
+        """The longest sequence: most_pairs pairs, then most_pairs questions with their answers."""
+        return 4 * self.most_pairs
+
+    def batch(self, batch_size: int, generator: torch.Generator, num_pairs: int | None = None,
+              held_out: bool = False) -> Batch:
+        """(inputs, targets, scored), each (batch_size, 4 N). Only the asked keys are scored: target = their value."""
+        batch_size = check_size(batch_size, "batch_size")
+        if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
+            raise TypeError(bilingual(
+                f"generator must be a CPU torch.Generator, got {type(generator).__name__}; "
+                "for example torch.Generator().manual_seed(0).",
+                f"generator 必须是 CPU 上的 torch.Generator，实际是 {type(generator).__name__}；"
+                "例如 torch.Generator().manual_seed(0)。"))
+        held_out = check_flag(held_out, "held_out")
+        if num_pairs is None:
+            num_pairs = int(torch.randint(self.fewest_pairs, self.most_pairs + 1, (), generator=generator))
+        num_pairs = check_size(num_pairs, "num_pairs", maximum=self.num_keys)
+        keys = torch.rand(batch_size, self.num_keys, generator=generator).argsort(dim=1)[:, :num_pairs]
+        values = self._values(keys, held_out, generator)
+        order = torch.rand(batch_size, num_pairs, generator=generator).argsort(dim=1)  # the order of the questions
+        pairs = torch.stack([keys, values + self.num_keys], dim=-1)  # (b, N, 2)
+        asked = pairs.gather(1, order[..., None].expand(-1, -1, 2))
+        sequence = torch.cat([pairs, asked], dim=1).flatten(1)  # (b, 4 N): k v k v ... | k v k v ...
+        inputs, targets = sequence, torch.roll(sequence, -1, dims=1)
+        scored = torch.zeros_like(sequence, dtype=torch.bool)
+        scored[:, 2 * num_pairs :: 2] = True  # each asked key; its target is the value after it
+        return inputs, targets, scored
+
+    def _values(self, keys: torch.Tensor, held_out: bool, generator: torch.Generator) -> torch.Tensor:
+        """A value for each key: (key + value) % 4 is 0 for held-out pairs, 1, 2 or 3 for training pairs."""
+        group = torch.randint(0, self.num_keys // HELD_OUT_EVERY, keys.shape, generator=generator)
+        residue = (torch.zeros_like(keys) if held_out
+                   else torch.randint(1, HELD_OUT_EVERY, keys.shape, generator=generator))
+        return HELD_OUT_EVERY * group + (residue - keys) % HELD_OUT_EVERY
+
+
+class Mixer(nn.Module):
+    """One token-mixing layer: softmax attention, linear attention, the delta rule or the gated delta rule."""
+
+    def __init__(self, kind: str, d_model: int, num_heads: int = 1) -> None:
+        super().__init__()
+        if kind not in KINDS:
+            raise (TypeError if not isinstance(kind, str) else ValueError)(bilingual(
+                f"kind must be one of {KINDS}, got {shown(kind)}.", f"kind 必须是 {KINDS} 之一，实际是 {shown(kind, True)}。"))
+        self.kind, self.num_heads, self.head_dim = kind, num_heads, d_model // num_heads
+        self.norm = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.rates = nn.Linear(d_model, 2 * num_heads) if kind in ("delta", "gated_delta") else None
+        if self.rates is not None:
+            nn.init.constant_(self.rates.bias[num_heads:], 5.0)  # α ≈ 0.993 at first: remember, then learn to forget
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, length, d = x.shape
+        h = self.norm(x)
+        q, k, v = self.qkv(h).view(b, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (b, heads, T, hd)
+        if self.kind == "softmax":
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif self.kind == "linear":
+            out = linear_attention_parallel(feature_map(q), feature_map(k), v, normalize=True)
+        else:
+            q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)  # unit keys: β = 1 overwrites exactly
+            beta, gate = torch.sigmoid(self.rates(h)).transpose(1, 2).chunk(2, dim=1)  # (b, heads, T) each
+            out = delta_rule_parallel(q, k, v, beta, gate if self.kind == "gated_delta" else None)
+        return x + self.out_proj(out.transpose(1, 2).reshape(b, length, d))
+
+    def state_floats(self, length: int) -> int:
+        """Numbers this layer keeps per sequence while decoding: the state, or the cache after `length` tokens."""
+        if self.kind == "softmax":
+            return 2 * length * self.num_heads * self.head_dim
+        return self.num_heads * self.head_dim * self.head_dim
+
+
+class RecallModel(nn.Module):
+    """Embeddings, a one-token shift (each position also sees the token before it), mixing layers, a read-out.
+
+    The shift is the short convolution every recent recurrent model has (DeltaNet, Mamba): it lets a
+    single layer pair a value with the key just before it.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, kinds: tuple[str, ...], num_heads: int = 1) -> None:
+        super().__init__()
+        self.vocab_size, self.d_model = check_size(vocab_size, "vocab_size"), check_size(d_model, "d_model")
+        num_heads = check_size(num_heads, "num_heads")
+        if not isinstance(kinds, (tuple, list)) or not kinds:
+            raise TypeError(bilingual(f"kinds must be a non-empty tuple of layer kinds from {KINDS}, got {shown(kinds)}.",
+                                      f"kinds 必须是由 {KINDS} 中的层类型组成的非空元组，实际是 {shown(kinds, True)}。"))
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.shift = nn.Linear(d_model, d_model, bias=False)
+        self.layers = nn.ModuleList(Mixer(kind, d_model, num_heads) for kind in kinds)
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits (b, T, vocab_size)."""
+        tokens = check_tokens(tokens, self.vocab_size, 1 << 20, self.embedding.weight.device)
+        x = self.embedding(tokens)
+        x = x + self.shift(F.pad(x, (0, 0, 1, 0))[:, :-1])  # x_t + W x_{t-1}
+        for layer in self.layers:
+            x = layer(x)
+        return self.readout(self.norm(x))
+
+    def state_floats(self, length: int) -> int:
+        """Numbers kept per sequence while decoding, over all layers, after `length` tokens."""
+        return sum(layer.state_floats(length) for layer in self.layers)
+
+
+def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, batch_size: int = 64,
+                 learning_rate: float = 1e-2, progress: bool | tqdm = True) -> list[float]:
+    """AdamW on fresh training batches (N drawn per batch), one thread; returns the losses."""
+    steps, seed = check_size(steps, "steps", maximum=1_000_000), check_seed(seed)
+    batch_size = check_size(batch_size, "batch_size")
+    learning_rate = check_real(learning_rate, "learning_rate", "1e-2", positive=True)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, learning_rate, total_steps=steps, pct_start=0.1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small tensors: a second thread only waits, and one thread repeats exactly
+    bar = tqdm(total=steps, desc=text("training", "训练"), disable=not progress) if isinstance(progress, bool) else progress
+    losses = []
+    try:
+        model.train()
+        for _ in range(steps):
+            inputs, targets, scored = task.batch(batch_size, generator)
+            loss = masked_loss(model(inputs), targets, scored)
+            if not math.isfinite(loss.item()):
+                raise ValueError(bilingual(f"training diverged: lower learning_rate (now {learning_rate:g}).",
+                                           f"训练发散了：请调小 learning_rate（现在是 {learning_rate:g}）。"))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            losses.append(loss.item())
+            bar.update(1)
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
+        if bar is not progress:
+            bar.close()
+    return losses
+
+
+@torch.no_grad()
+def recall_accuracy(model: RecallModel, task: RecallTask, num_pairs: int, seed: int, batch_size: int = 500) -> float:
+    """Share of asked keys answered with the right value, on held-out sequences with `num_pairs` pairs."""
+    generator = torch.Generator().manual_seed(check_seed(seed))
+    inputs, targets, scored = task.batch(batch_size, generator, num_pairs=num_pairs, held_out=True)
+    model.eval()
+    predictions = model(inputs).argmax(dim=-1)
+    return (predictions[scored] == targets[scored]).float().mean().item()
+
+
+# The five models of lesson 16: one mixing layer each, and the hybrid with a linear layer under a softmax layer.
+MODELS = {
+    "softmax": ("softmax",),
+    "linear": ("linear",),
+    "delta": ("delta",),
+    "gated_delta": ("gated_delta",),
+    "hybrid": ("linear", "softmax"),
+}
+MODEL_NAMES = {
+    "softmax": ("softmax attention", "softmax 注意力"),
+    "linear": ("linear attention", "线性注意力"),
+    "delta": ("delta rule", "delta 规则"),
+    "gated_delta": ("gated delta rule", "门控 delta 规则"),
+    "hybrid": ("hybrid: linear + softmax", "混合：线性 + softmax"),
+}
+
+
+def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: int, pairs: tuple[int, ...],
+                models: dict[str, tuple[str, ...]] = MODELS, progress: bool = True) -> list[dict]:
+    """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement."""
+    rows = []
+    bar = tqdm(total=len(seeds) * len(models) * steps, desc=text("training", "训练"), disable=not progress)
+    try:
+        for seed in seeds:
+            for name, kinds in models.items():
+                torch.manual_seed(seed)  # the initial weights
+                model = RecallModel(task.vocab_size, d_model, kinds)
+                train_recall(model, task, steps, seed, learning_rate=1e-2, progress=bar)
+                for num_pairs in pairs:
+                    rows.append({"model": name, "seed": seed, "pairs": num_pairs,
+                                 "accuracy": recall_accuracy(model, task, num_pairs, seed),
+                                 "kept_floats": model.state_floats(4 * num_pairs)})
+    finally:
+        bar.close()
+    return rows

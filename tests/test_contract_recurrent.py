@@ -1,0 +1,143 @@
+"""The input contract on lesson 16's modules: every odd input gets a bilingual refusal that names the argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attention_utils.recurrent import (
+    delta_rule_parallel,
+    delta_rule_recurrent,
+    delta_rule_step,
+    feature_map,
+    linear_attention_chunked,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+)
+from attention_utils.recurrent.linear_attention import state_bytes
+from attention_utils.recurrent.recall import RecallModel, RecallTask, recall_accuracy, train_recall
+from contract_helpers import assert_contract_error
+
+FORMS = [linear_attention_parallel, linear_attention_recurrent, linear_attention_chunked]
+DELTA = [delta_rule_recurrent, delta_rule_parallel]
+GOOD = (torch.rand(2, 5, 3), torch.rand(2, 5, 3), torch.rand(2, 5, 4))
+NOT_A_TENSOR = [None, 3.0, [[1.0, 2.0]], np.ones((5, 3))]
+BAD_TENSORS = NOT_A_TENSOR + [torch.ones(5, 3, dtype=torch.int64), torch.ones(5, 3, dtype=torch.bool),
+                              torch.full((2, 5, 3), float("nan")), torch.rand(3), torch.rand(1, 1, 1, 5, 3)]
+NOT_A_SIZE = [None, "3", 3.5, True, 0, -1]
+
+
+def replaced(index: int, bad: object) -> list:
+    found = list(GOOD)
+    found[index] = bad
+    return found
+
+
+@pytest.mark.parametrize("form", FORMS + DELTA, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("index, name", [(0, "queries"), (1, "keys"), (2, "values")])
+@pytest.mark.parametrize("bad", BAD_TENSORS, ids=repr)
+def test_bad_tensors_are_refused(form, index, name, bad):
+    extra = (0.5,) if form in DELTA else ()
+    assert_contract_error(lambda: form(*replaced(index, bad), *extra), name)
+
+
+@pytest.mark.parametrize("form", FORMS + DELTA, ids=lambda f: f.__name__)
+def test_mismatched_shapes_are_refused(form):
+    extra = (0.5,) if form in DELTA else ()
+    q, k, v = GOOD
+    assert_contract_error(lambda: form(q, torch.rand(2, 5, 2), v, *extra), "d_k")
+    assert_contract_error(lambda: form(q, k, torch.rand(2, 6, 4), *extra), "values")
+    assert_contract_error(lambda: form(q, torch.rand(3, 5, 3), v, *extra), "keys")
+    assert_contract_error(lambda: form(q, k.double(), v, *extra), "keys", kind=TypeError)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("bad", [None, "yes", 1, np.ones(2)], ids=repr)
+def test_normalize_must_be_a_flag(form, bad):
+    assert_contract_error(lambda: form(*GOOD, normalize=bad), "normalize")
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+def test_normalize_needs_features_that_are_not_negative(form):
+    q, k, v = GOOD
+    assert_contract_error(lambda: form(q - 2, k, v, normalize=True), "queries", "feature_map")
+
+
+@pytest.mark.parametrize("bad", NOT_A_SIZE, ids=repr)
+def test_chunk_size_must_be_a_size(bad):
+    assert_contract_error(lambda: linear_attention_chunked(*GOOD, chunk_size=bad), "chunk_size")
+
+
+@pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), torch.rand(2, 4), torch.rand(2, 5).double(), "0.5", None],
+                         ids=repr)
+def test_beta_must_be_one_rate_per_token_in_range(form, bad):
+    assert_contract_error(lambda: form(*GOOD, bad), "beta")
+
+
+@pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("bad", [0.0, -0.5, 1.01, torch.zeros(2, 5), torch.rand(5)], ids=repr)
+def test_decay_must_be_in_0_to_1(form, bad):
+    assert_contract_error(lambda: form(*GOOD, 0.5, bad), "decay")
+
+
+def test_delta_rule_step_checks_its_tensors():
+    state = torch.zeros(4, 3)
+    assert_contract_error(lambda: delta_rule_step(state, torch.rand(2), torch.rand(4), 1.0), "key")
+    assert_contract_error(lambda: delta_rule_step(state, torch.rand(3), torch.rand(5), 1.0), "value")
+    assert_contract_error(lambda: delta_rule_step(None, torch.rand(3), torch.rand(4), 1.0), "state")
+
+
+def test_feature_map_checks_its_input():
+    assert_contract_error(lambda: feature_map([1.0, 2.0]), "x")
+
+
+@pytest.mark.parametrize("name", ["num_layers", "num_heads", "d_k", "d_v", "bytes_per_value"])
+@pytest.mark.parametrize("bad", NOT_A_SIZE, ids=repr)
+def test_state_bytes_refuses_what_is_not_a_size(name, bad):
+    sizes = dict(num_layers=2, num_heads=3, d_k=4, d_v=5, bytes_per_value=2)
+    assert_contract_error(lambda: state_bytes(**{**sizes, name: bad}), name)
+
+
+def test_state_bytes_by_hand():
+    assert state_bytes(1, 32, 128, 128, 2) == 1_048_576  # 32 x 128 x 128 numbers of 2 bytes
+
+
+@pytest.mark.parametrize("sizes, name", [(dict(num_keys=30), "num_keys"), (dict(num_keys=0), "num_keys"),
+                                         (dict(most_pairs=40), "most_pairs"), (dict(fewest_pairs=5, most_pairs=4), "fewest_pairs"),
+                                         (dict(num_keys="8"), "num_keys")])
+def test_recall_task_refuses_bad_sizes(sizes, name):
+    assert_contract_error(lambda: RecallTask(**sizes), name)
+
+
+def test_recall_batches_check_their_arguments():
+    task = RecallTask(num_keys=8, most_pairs=4)
+    generator = torch.Generator().manual_seed(0)
+    assert_contract_error(lambda: task.batch(4, None), "generator", kind=TypeError)
+    assert_contract_error(lambda: task.batch(0, generator), "batch_size")
+    assert_contract_error(lambda: task.batch(4, generator, num_pairs=9), "num_pairs")
+    assert_contract_error(lambda: task.batch(4, generator, held_out="yes"), "held_out")
+
+
+def test_recall_model_refuses_unknown_layers_and_bad_tokens():
+    assert_contract_error(lambda: RecallModel(16, 8, ("softmax", "mamba")), "kind")
+    assert_contract_error(lambda: RecallModel(16, 8, ()), "kinds")
+    model = RecallModel(16, 8, ("delta",))
+    assert_contract_error(lambda: model(torch.tensor([[3, 16]])), "tokens")
+    assert_contract_error(lambda: model(torch.rand(1, 4)), "tokens")
+
+
+def test_training_checks_its_numbers():
+    task, model = RecallTask(num_keys=8, most_pairs=2), RecallModel(16, 8, ("linear",))
+    assert_contract_error(lambda: train_recall(model, task, 0, 0), "steps")
+    assert_contract_error(lambda: train_recall(model, task, 2, -1), "seed")
+    assert_contract_error(lambda: train_recall(model, task, 2, 0, learning_rate=0.0), "learning_rate")
+    assert_contract_error(lambda: recall_accuracy(model, task, 2, "x"), "seed")
+
+
+@pytest.mark.parametrize("name, bad", [("beta", -0.5), ("beta", 2.0), ("beta", "1"), ("beta", None), ("decay", 0.0),
+                                       ("decay", 1.5), ("decay", float("nan"))], ids=repr)
+def test_delta_rule_step_checks_its_rates(name, bad):
+    rates = {"beta": 1.0, "decay": 1.0, name: bad}
+    assert_contract_error(lambda: delta_rule_step(torch.zeros(4, 3), torch.rand(3), torch.rand(4), **rates), name)

@@ -1,0 +1,72 @@
+"""Lesson 16's recall task: the answers are in the context, and held-out sequences share no key–value pair with training."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attention_utils.recurrent.recall import RecallModel, RecallTask, recall_accuracy, recall_grid, train_recall
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def pairs_in(inputs: torch.Tensor, num_keys: int) -> set[tuple[int, int]]:
+    """Every (key, value) pair listed in the first half of each sequence, value counted from 0."""
+    found = set()
+    for row in inputs.tolist():
+        listed = row[: len(row) // 2]
+        found |= {(key, value - num_keys) for key, value in zip(listed[::2], listed[1::2])}
+    return found
+
+
+def test_held_out_sequences_share_no_pair_with_training():
+    task = RecallTask(num_keys=16, most_pairs=8)
+    generator = torch.Generator().manual_seed(0)
+    training = set().union(*(pairs_in(task.batch(64, generator)[0], 16) for _ in range(50)))
+    held_out = set().union(*(pairs_in(task.batch(64, generator, num_pairs=n, held_out=True)[0], 16) for n in range(1, 9)))
+    assert training and held_out
+    assert training.isdisjoint(held_out)
+    assert len(training | held_out) == 16 * 16  # together they use every combination: the split hides none by accident
+    assert all((key + value) % 4 == 0 for key, value in held_out)
+
+
+@pytest.mark.parametrize("held_out", [False, True])
+def test_every_scored_answer_is_the_value_listed_with_its_key(held_out):
+    task = RecallTask(num_keys=12, most_pairs=6)
+    inputs, targets, scored = task.batch(32, torch.Generator().manual_seed(1), num_pairs=5, held_out=held_out)
+    assert inputs.shape == targets.shape == scored.shape == (32, 20)
+    for row, target, mask in zip(inputs.tolist(), targets.tolist(), scored.tolist()):
+        listed = dict(zip(row[:10:2], row[1:10:2]))
+        assert len(listed) == 5  # the keys of a sequence are distinct
+        asked = [position for position, on in enumerate(mask) if on]
+        assert asked == list(range(10, 20, 2))  # each asked key, once
+        assert sorted(row[p] for p in asked) == sorted(listed)  # every listed key is asked
+        assert all(target[p] == listed[row[p]] for p in asked)
+        assert all(token < 12 for token in row[::2]) and all(12 <= token < 24 for token in row[1::2])
+
+
+def test_the_same_seed_gives_the_same_batches():
+    task = RecallTask()
+    first = task.batch(8, torch.Generator().manual_seed(5))
+    second = task.batch(8, torch.Generator().manual_seed(5))
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+
+
+def test_a_softmax_model_learns_a_few_pairs():
+    """A short run on 1 to 4 pairs: well above the 1-in-16 guess on held-out sequences (a smoke test, not the lesson's table)."""
+    task = RecallTask(num_keys=16, most_pairs=4)
+    torch.manual_seed(0)
+    model = RecallModel(task.vocab_size, 32, ("softmax",))
+    losses = train_recall(model, task, 150, seed=0, learning_rate=1e-2, progress=False)
+    assert losses[-1] < losses[0]
+    assert recall_accuracy(model, task, 2, seed=1) > 0.5
+
+
+def test_the_grid_has_a_row_per_model_seed_and_pair_count():
+    task = RecallTask(num_keys=8, most_pairs=2)
+    models = {"delta": ("delta",), "hybrid": ("linear", "softmax")}
+    rows = recall_grid(task, 8, seeds=(0, 1), steps=2, pairs=(1, 2), models=models, progress=False)
+    assert len(rows) == 2 * 2 * 2
+    kept = {(r["model"], r["pairs"]): r["kept_floats"] for r in rows}
+    assert kept["delta", 1] == kept["delta", 2] == 8 * 8  # one state of d_model x d_model
+    assert kept["hybrid", 2] == 8 * 8 + 2 * (4 * 2) * 8  # the state plus a key and a value per token
