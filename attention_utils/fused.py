@@ -190,7 +190,7 @@ class FusedMultiHeadAttention(nn.Module):
         Going through forward keeps hooks working (lesson 13's head measurements hook each attention).
         """
         if prepared is not None:  # a model (LlamaModel) checked its input and built these once for all its layers
-            return self._step(x, cache, *prepared)  # (output, probe): see _step
+            return self._step(x, cache, *prepared)  # the output, as below; see _step
         self._check_settings()
         check_tensor(x, "x", ranks=(3,), last_dim=self.d_in, like=self.qkv.weight)
         b, num_tokens, _ = x.shape
@@ -235,15 +235,16 @@ class FusedMultiHeadAttention(nn.Module):
         cache: LayerCache | None,
         rotation: tuple[torch.Tensor, torch.Tensor] | None,
         attn_mask: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        probes: list[torch.Tensor],
+    ) -> torch.Tensor:
         """forward without its checks, for a model that checked its input once and built what every layer shares.
 
         A model of many layers (lesson 13's Llama) checks its tokens at its entry and computes the
         rotary tables `rotation` (cos, sin of the new tokens' positions) and SDPA's boolean
         `attn_mask` (True = may attend; None = causal from position 0, or one new token that sees
-        every key) once per call, instead of once in every layer. No window. Returns the output
-        and the sum of the first token's QKV projection, which the model checks once for NaN or inf
-        (a fused kernel may turn a NaN projection into zeros, hiding NaN weights).
+        every key) once per call, instead of once in every layer. No window. Returns the output and
+        appends the sum of the first token's QKV projection to `probes`, which the model checks once
+        for NaN or inf (a fused kernel may turn a NaN projection into zeros, hiding NaN weights).
         """
         b, num_tokens, _ = x.shape
         qkv = self.qkv(x)  # (b, T, (h + 2 * kv_heads) * head_dim)
@@ -260,7 +261,8 @@ class FusedMultiHeadAttention(nn.Module):
             queries, keys, values, attn_mask=attn_mask, is_causal=attn_mask is None and num_tokens > 1,
             enable_gqa=self.num_kv_heads != self.num_heads,
         )  # (b, h, T, head_dim)
-        return self._combine_heads(context), qkv[:, :1].sum()
+        probes.append(qkv[:, :1].sum())
+        return self._combine_heads(context)
 
 
 def _check_causal_source(mha: nn.Module) -> None:

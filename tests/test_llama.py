@@ -95,6 +95,48 @@ def test_the_wrong_rotary_layout_breaks_the_model(ours, reference):
         assert (wrong - reference(ids).logits).abs().max().item() > 1.0
 
 
+def test_the_shared_angles_and_mask_give_what_each_layer_computes_alone(ours):
+    """The model builds rotary tables and the mask once for all layers; each layer checking and masking itself agrees."""
+    model, tokenizer = ours
+    ids = model_inputs(tokenizer, PROMPTS[1])
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids), model._forward_layer_by_layer(ids, None), rtol=0, atol=1e-4)
+
+
+def test_a_window_on_the_layers_is_obeyed(ours):
+    """Lesson 13 puts a sliding window on every layer: the model then masks each layer as the layer says."""
+    from attention_utils.models.head_scores import windowed
+
+    model, tokenizer = ours
+    ids = model_inputs(tokenizer, PROMPTS[1] + " girl who lived in a small house near the forest")
+    with torch.no_grad():
+        full = model(ids)
+        with windowed(model, 4):
+            narrow = model(ids)
+    assert (narrow[0, -1] - full[0, -1]).abs().max().item() > 0.1  # far keys hidden: the last token's scores move
+    torch.testing.assert_close(narrow[0, :4], full[0, :4], rtol=0, atol=1e-4)  # tokens 0-3 see no more than 4 keys anyway
+
+
+def test_a_hook_that_replaces_an_attention_output_takes_effect(ours):
+    """Lesson 13 replaces each attention's output with a hook; the model uses what the hook returns."""
+    model, tokenizer = ours
+    ids = model_inputs(tokenizer, PROMPTS[0])
+    hooks = [block.attention.register_forward_hook(lambda module, inputs, output: torch.zeros_like(output))
+             for block in model.blocks]
+    try:
+        with torch.no_grad():
+            silenced = model(ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    x = model.token_embedding(ids)  # with every attention silenced, only the feed-forward layers act
+    with torch.no_grad():
+        for block in model.blocks:
+            x = x + block.feed_forward(block.feed_forward_norm(x))
+        expected = model.final_norm(x) @ model.token_embedding.weight.T
+    torch.testing.assert_close(silenced, expected, rtol=0, atol=1e-4)
+
+
 @pytest.mark.parametrize("bad", [None, 42, ["The", "capital"], b"The capital"])
 def test_a_prompt_must_be_text(ours, bad):
     _, tokenizer = ours

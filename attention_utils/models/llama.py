@@ -126,14 +126,10 @@ class DecoderBlock(nn.Module):
 
     def forward(
         self, x: torch.Tensor, *, cache: LayerCache | None = None, prepared: tuple | None = None
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """x after the block; with `prepared` (LlamaModel's rotary tables and mask), (x, probe) without the checks."""
-        if prepared is None:
-            x = x + self.attention(self.attention_norm(x), cache=cache)
-            return x + self.feed_forward(self.feed_forward_norm(x))
-        attended, probe = self.attention(self.attention_norm(x), cache=cache, prepared=prepared)
-        x = x + attended
-        return x + self.feed_forward(self.feed_forward_norm(x)), probe
+    ) -> torch.Tensor:
+        """x after the block; `prepared` (LlamaModel's rotary tables, mask and probes) skips the attention's checks."""
+        x = x + self.attention(self.attention_norm(x), cache=cache, prepared=prepared)
+        return x + self.feed_forward(self.feed_forward_norm(x))
 
 
 class LlamaModel(nn.Module):
@@ -171,6 +167,13 @@ class LlamaModel(nn.Module):
                 f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
                 f"cache 必须是 KVCache({len(self.blocks)})，每个模块一层缓存，实际是 {type(cache).__name__}。"))
         batch, num_tokens = tokens.shape
+        if not self._plain_attention():  # a window or another rotary base on some layer: each layer checks and masks itself
+            if padding_mask is not None:
+                raise ValueError(bilingual(
+                    "padding_mask cannot be combined with a sliding window or a changed rotary base on a layer; "
+                    "restore the layers' settings first.",
+                    "padding_mask 不能与某一层上的滑动窗口或改过的旋转底数同时使用；请先恢复各层的设置。"))
+            return self._forward_layer_by_layer(tokens, cache)
         start = 0 if cache is None else cache.position
         if start:
             _check_cache_fits(cache, batch, self.token_embedding.weight.dtype)
@@ -178,14 +181,26 @@ class LlamaModel(nn.Module):
         padding = _padding_so_far(cache, padding_mask, batch, num_tokens, tokens.device)
         rotation, attn_mask = self._attention_inputs(start, num_tokens, padding, tokens.device)
         x = self.token_embedding(tokens)  # (b, T, d_model)
-        probes = []
+        probes: list[torch.Tensor] = []
         for i, block in enumerate(self.blocks):
-            x, probe = block(x, cache=None if cache is None else cache[i], prepared=(rotation, attn_mask))
-            probes.append(probe)
+            x = block(x, cache=None if cache is None else cache[i], prepared=(rotation, attn_mask, probes))
         logits = self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
         if probes:  # NaN or inf weights in a QKV projection, which SDPA may hide
             check_result(self, torch.stack(probes))
         return check_result(self, logits)
+
+    def _plain_attention(self) -> bool:
+        """Every layer as loaded: no window, no sinks, the file's rotary base (what the shared tables assume)."""
+        return all(block.attention.window is None and block.attention.sinks == 0
+                   and block.attention.rotary_base == self.config.rotary_base for block in self.blocks)
+
+    def _forward_layer_by_layer(self, tokens: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        """The forward in which each layer checks its input and builds its own angles and mask (lesson 13's windows)."""
+        check_length((0 if cache is None else cache.position) + tokens.shape[1], self.config.context_length)
+        x = self.token_embedding(tokens)  # (b, T, d_model)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache=None if cache is None else cache[i])
+        return self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
 
     def _attention_inputs(
         self, start: int, num_tokens: int, padding: torch.Tensor | None, device: torch.device

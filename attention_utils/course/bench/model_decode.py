@@ -7,12 +7,14 @@ holds T, T + 1, ... tokens). Both sides of the ratio share the process, the weig
 machine's moment. Medians are saved with the bytes a decode step reads: every weight once (the tied
 embedding table once, as the output layer) plus the cache.
 
-Built to grow: a row names its weight format and batch size, so lesson 14 can add bfloat16 or int8
-weights and larger batches as more `ModelVariant`s without changing what lesson 13 reads (float32, batch 1).
+A row names its weight format and batch size; lesson 13 reads the float32 rows at batch 1. Lesson 14's
+part (model_formats.py: formats, batches, roofs, quality) runs after them in the same process and saves
+its rows under "timings", named by format, batch and phase.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -37,10 +39,16 @@ class ModelWorkload:
     lengths: tuple[int, ...]
     calls: int
     variants: tuple[ModelVariant, ...] = (ModelVariant(),)
+    # lesson 14: weight formats and batch sizes at one prompt length, and greedy tokens per held-out prompt
+    formats: tuple[str, ...] = ("float32", "bfloat16", "int8")
+    batches: tuple[int, ...] = (1, 2, 4, 8, 16)
+    format_length: int = 128
+    prefill_calls: int = 5
+    new_tokens: int = 64
 
 
 MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=7)
-MODEL_QUICK = ModelWorkload(lengths=(8, 16), calls=2)
+MODEL_QUICK = ModelWorkload(lengths=(8, 16), calls=2, batches=(1, 2), format_length=16, prefill_calls=2, new_tokens=4)
 
 
 def prompt_ids(length: int, batch: int, vocab_size: int) -> torch.Tensor:
@@ -91,31 +99,41 @@ def measure_length(model: torch.nn.Module, variant: ModelVariant, length: int, c
     }
 
 
-def load_model(variant: ModelVariant) -> torch.nn.Module:
-    """SmolLM2-135M from the installed package, in the variant's weight format (float32 only, for now)."""
+def load_model(variant: ModelVariant, float32: torch.nn.Module | None = None) -> torch.nn.Module:
+    """SmolLM2-135M from the installed package (or a copy of `float32`), in the variant's weight format."""
+    from ...inference.weight_formats import to_format
     from ...models.gguf_file import read_gguf
     from ...models.llama import LlamaModel
 
-    if variant.weights != "float32":
-        raise ValueError(f"weight format {variant.weights!r} is not measured yet; lesson 14 adds it")
-    return LlamaModel.from_gguf(read_gguf())
+    model = float32 if float32 is not None else LlamaModel.from_gguf(read_gguf())
+    return model if variant.weights == "float32" else to_format(model, variant.weights)
 
 
 def measure_model(workload: ModelWorkload, threads: int) -> dict:
-    """In one process: every variant at every length; an error dict when the model package is missing."""
+    """In one process: every variant at every length, then lesson 14's part; an error dict when the model is missing."""
+    from ...models.bpe_tokenizer import ByteLevelBPE
+    from ...models.gguf_file import read_gguf
+    from .model_formats import measure_formats
+
     torch.set_num_threads(threads)
     try:
-        models = {variant: load_model(variant) for variant in workload.variants}
+        file = read_gguf()
+        float32 = load_model(ModelVariant())
+        models = {variant: load_model(variant, float32) for variant in workload.variants}
+        tokenizer = ByteLevelBPE.from_gguf(file)
     except (FileNotFoundError, ImportError, ValueError) as error:
         return {"error": f"the model could not be loaded: {error}"}
-    config = next(iter(models.values())).config
+    config = float32.config
     rows = []
     with torch.inference_mode():
         for variant, model in models.items():
             rows += [measure_length(model, variant, length, workload.calls) for length in workload.lengths]
+        formats = measure_formats(float32, tokenizer, workload) if workload.formats else {}
     return {
         "model": {"name": "SmolLM2-135M-Instruct (Q4_1 file, dequantized)", "num_layers": config.num_layers,
                   "d_model": config.d_model, "num_heads": config.num_heads, "num_kv_heads": config.num_kv_heads,
                   "head_dim": config.head_dim},
         "rows": rows,
+        "load_average": list(os.getloadavg()),
+        **formats,
     }
