@@ -272,3 +272,103 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
             "  one decode step against a cache of {t} tokens: {step:.1f} ms".format(**values),
             "  the prefill takes {ratio:.1f}x as long as one step (for {t}x the tokens)".format(**values),
             "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MiB".format(**values)]
+
+
+# Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
+FORMATS = ("float32", "bfloat16", "int8")
+TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
+
+
+def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode") -> dict:
+    """The saved timing row of one format ("float32", ..., "transformers float32", "matmul floor"), batch and phase."""
+    found = [row for row in results["timings"] if (row["format"], row["batch"], row["phase"]) == (fmt, batch, phase)]
+    if not found:
+        raise KeyError(f"no {phase} row for {fmt!r} at batch {batch} in the saved results")
+    return found[0]
+
+
+def roofline_point(row: dict) -> dict:
+    """Where a timing row sits on the roofline: FLOPs per byte read (weights + cache) and GFLOP/s achieved."""
+    return {"intensity": row["flops"] / (row["weight_bytes"] + row["cache_bytes"]), "gflop_s": row["flops"] / row["ms"] / 1e6}
+
+
+def model_verdicts(results: dict) -> dict:
+    """Issue 25's targets, measured: each ratio from rows of the one process, with whether it meets its target."""
+    def ms(fmt: str, batch: int = 1) -> float:
+        return model_timing(results, fmt, batch)["ms"]
+
+    best = min(FORMATS[1:], key=ms)
+    batches = {r["batch"] for r in results["timings"] if (r["format"], r["phase"]) == ("float32", "decode")}
+    batch = max(b for b in batches if b <= 8)  # 8, or the largest a quick run measured
+    quality = results["quality"][best]
+    ppl = quality["perplexity"] / results["quality"]["float32"]["perplexity"] - 1
+    measured = {
+        "floor": ms("matmul floor") / ms("float32"),  # speed relative to the bare products: 1 = no overhead at all
+        "transformers": ms("transformers float32") / ms("float32"),  # > 1: the package is faster
+        "best_format": ms("float32") / ms(best),
+        "batch8": batch * ms("float32") / ms("float32", batch),  # tokens per second at batch 8 over batch 1
+        "free_running": quality["free_running_agreement"], "teacher_forced": quality["teacher_forced_agreement"],
+        "perplexity": ppl,
+    }
+    passes = {key: measured[key] >= TARGETS[key] for key in ("floor", "transformers", "best_format", "batch8")}
+    passes |= {key: measured[key] >= TARGETS["agreement"] for key in ("free_running", "teacher_forced")}
+    passes["perplexity"] = abs(ppl) <= TARGETS["perplexity"]
+    return {"best": best, "batch": batch, "measured": measured, "passes": passes}
+
+
+def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
+    """One line per target of issue 25: what was measured, the target, ✅ or ❌."""
+    v = model_verdicts(results)
+    m, ok = v["measured"], {key: "✅" if passed else "❌" for key, passed in v["passes"].items()}
+    en = [f"{ok['floor']} float32 step at {m['floor']:.2f} of its matmul floor's speed (target ≥ 0.8)",
+          f"{ok['transformers']} float32 step {m['transformers']:.2f}× as fast as transformers (target ≥ 1.1×)",
+          f"{ok['best_format']} {v['best']} decodes {m['best_format']:.2f}× as fast as float32 (target ≥ 2×)",
+          f"{ok['batch8']} batch {v['batch']} gives {m['batch8']:.2f}× batch 1's tokens per second (target ≥ 4×)",
+          f"{ok['free_running']} {v['best']}: {m['free_running']:.0%} of tokens equal float32's, each continuing its own text "
+          "(target ≥ 90%)",
+          f"{ok['teacher_forced']} {v['best']}: {m['teacher_forced']:.0%} of next-token picks equal float32's along "
+          "float32's text (target ≥ 90%)",
+          f"{ok['perplexity']} {v['best']}: perplexity {m['perplexity']:+.1%} against float32 (target within ±2%)"]
+    zh = [f"{ok['floor']} float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍（目标 ≥ 0.8）",
+          f"{ok['transformers']} float32 一步解码的速度是 transformers 的 {m['transformers']:.2f} 倍（目标 ≥ 1.1）",
+          f"{ok['best_format']} {v['best']} 的解码速度是 float32 的 {m['best_format']:.2f} 倍（目标 ≥ 2）",
+          f"{ok['batch8']} 批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（目标 ≥ 4）",
+          f"{ok['free_running']} {v['best']} 各自生成时，{m['free_running']:.0%} 的词元与 float32 相同（目标 ≥ 90%）",
+          f"{ok['teacher_forced']} {v['best']} 沿 float32 的续写逐位预测时，{m['teacher_forced']:.0%} 的下一个词元与 float32 "
+          "相同（目标 ≥ 90%）",
+          f"{ok['perplexity']} {v['best']} 的困惑度比 float32 变化 {m['perplexity']:+.1%}（目标在 ±2% 以内）"]
+    return zh if language == "zh" else en
+
+
+def model_format_table(results: dict, language: str = "en") -> str:
+    """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and quality against float32."""
+    from .language import table
+
+    headers = (["格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）", "各自生成一致率",
+                "逐位一致率", "最大 logit 差", "困惑度"] if language == "zh" else
+               ["format", "weights (MB)", "decode step (ms)", "prefill (ms)", "decode speed vs float32",
+                "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
+    base = model_timing(results, "float32")["ms"]
+    rows = []
+    for fmt in (*FORMATS, "transformers float32", "matmul floor"):
+        step = model_timing(results, fmt)
+        prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
+        q = results["quality"].get(fmt)
+        rows.append([fmt, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
+                     f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",
+                     *([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
+                        f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)])
+    return table(headers, rows)
+
+
+def model_batch_table(results: dict, language: str = "en") -> str:
+    """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
+    from .language import table
+
+    batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
+    names = (*FORMATS, "matmul floor")
+    headers = ["批大小" if language == "zh" else "batch"] + [
+        f"{n}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
+    rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"
+                   for n in names] for b in batches]
+    return table(headers, rows)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attention_utils import results
-from attention_utils.course.bench import model_decode, model_report
+from attention_utils.course.bench import model_decode, model_formats, model_report
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = ROOT / "notebooks" / "13_a_real_language_model.ipynb"
@@ -30,9 +30,55 @@ def test_one_length_is_timed_both_ways_and_counted_by_hand(smollm2):
     assert (row["weights"], row["batch"]) == ("float32", 1)
 
 
-def test_only_float32_is_measured_yet():
-    with pytest.raises(ValueError, match="lesson 14"):
-        model_decode.load_model(model_decode.ModelVariant(weights="int8"))
+def test_a_variant_in_another_format_is_a_converted_copy(smollm2):
+    model = smollm2[0]
+    int8 = model_decode.load_model(model_decode.ModelVariant(weights="int8"), model)
+    assert model_decode.weight_bytes(model) == WEIGHT_BYTES  # the float32 model is left as it was
+    assert int8 is not model and not isinstance(int8.blocks[0].feed_forward.up, torch.nn.Linear)
+
+
+def test_calls_alternate_and_every_call_is_timed():
+    order = []
+    medians = model_formats.alternate({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, rounds=3)
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]  # one warm call each, then a b, b a, a b
+    assert set(medians) == {"a", "b"} and all(ms >= 0 for ms in medians.values())
+
+
+def test_a_repeated_cache_holds_the_same_tokens_for_every_row(smollm2):
+    model = smollm2[0]
+    step, cache = model_formats.package_step(model, torch.tensor([[1000, 2000, 3000]]), batch=4)
+    keys = cache[0].keys
+    assert keys.shape[0] == 4 and all(torch.equal(keys[0], keys[row]) for row in range(4))
+    with torch.inference_mode():
+        step()  # four rows decode from the same state
+    assert cache.position == 4 and torch.equal(cache[5].keys[0], cache[5].keys[3])
+
+
+def test_lesson_14_rows_are_named_and_counted():
+    saved = results.load_saved(results.SAVED_MODEL)
+    names = {(row["format"], row["batch"], row["phase"]) for row in saved["timings"]}
+    batches = saved["workload"]["batches"]
+    for fmt in ("float32", "bfloat16", "int8", "matmul floor"):
+        assert {(fmt, b, "decode") for b in batches} <= names
+    assert ("transformers float32", 1, "decode") in names and ("transformers float32", 1, "prefill") in names
+    row = results.model_timing(saved, "float32", 8)
+    length = saved["workload"]["format_length"]
+    assert row["weight_bytes"] == WEIGHT_BYTES and row["cache_bytes"] == 8 * (length + 1) * PER_TOKEN
+    assert results.model_timing(saved, "int8")["weight_bytes"] < results.model_timing(saved, "bfloat16")["weight_bytes"]
+    quality = saved["quality"]
+    assert quality["float32"]["free_running_agreement"] == 1.0 and quality["float32"]["largest_logit_difference"] == 0.0
+
+
+def test_the_verdicts_are_the_ratios_of_the_saved_rows():
+    saved = results.load_saved(results.SAVED_MODEL)
+    verdicts = results.model_verdicts(saved)
+
+    def ms(fmt, batch=1):
+        return results.model_timing(saved, fmt, batch)["ms"]
+    assert verdicts["measured"]["floor"] == pytest.approx(ms("matmul floor") / ms("float32"))
+    assert verdicts["measured"]["batch8"] == pytest.approx(8 * ms("float32") / ms("float32", 8))
+    assert verdicts["passes"]["floor"] == (ms("matmul floor") / ms("float32") >= 0.8)
+    assert verdicts["best"] == min(("bfloat16", "int8"), key=ms)
 
 
 def test_the_saved_results_are_consistent():

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from ...results import SAVED_MODEL, load_saved, model_rows
+from ...language import LANGUAGES
+from ...results import ROOT, SAVED_MODEL, load_saved, model_batch_table, model_format_table, model_rows, model_verdict_lines
 from .harness import environment, run_in_child
 from .model_decode import ModelWorkload, measure_model
 from .report import save_json, update_readme
@@ -20,13 +21,30 @@ def run_model_decode(workload: ModelWorkload, threads: int, out: Path, quick: bo
         results = load_saved(SAVED_MODEL)
     else:
         results = {"environment": environment(threads), "workload": asdict(workload), **run_in_child(measure_model, workload, threads)}
-    if quick:
-        out.mkdir(parents=True, exist_ok=True)
-        save_json(results, out / "model.json")
-    else:
-        save_json(results, SAVED_MODEL)
+    folder = out if quick else ROOT / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    save_json(results, out / "model.json" if quick else SAVED_MODEL)
+    if "timings" in results:
+        for language in LANGUAGES:
+            plot_roofline(results, folder, language)
+    if not quick:
         update_readme(model_markdown(results), name="model")
     return results
+
+
+def plot_roofline(results: dict, folder: Path, language: str) -> Path:
+    """Lesson 14's roofline figure (the explorer's drawing, nothing circled) saved as bench_model_<language>.png."""
+    import matplotlib.pyplot as plt
+
+    from ...explorers.lesson14 import draw_roofline
+    from ...plotting import set_language
+
+    set_language(language)
+    figure = draw_roofline(results)
+    path = folder / f"bench_model_{language}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
 
 
 def model_markdown(results: dict) -> str:
@@ -68,4 +86,28 @@ def model_markdown(results: dict) -> str:
         f"{longest} 倍：一步解码要把每个权重读一遍（{weights_mb:.0f} MB），再加上缓存（{row['cache_bytes'] / 2**20:.1f} MiB），"
         "而每读一个字节只做很少的运算。",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + formats_markdown(results))
+
+
+def formats_markdown(results: dict) -> list[str]:
+    """Lesson 14's part: formats at batch 1, batches, issue 25's targets, the roofline figure; both languages."""
+    if "timings" not in results:
+        return []
+    roofs, length = results["roofs"], results["workload"]["format_length"]
+    load = ", ".join(f"{x:.1f}" for x in results["load_average"])
+    return [
+        "", f"Lesson 14's part of the same process, at a prompt of {length} tokens (load average {load}). Roofs: a read of "
+        f"{roofs['read_bytes'] / 2**20:.0f} MiB at {roofs['bandwidth_gb_s']:.1f} GB/s; a {roofs['matmul_n']}×{roofs['matmul_n']} "
+        f"float32 matmul at {roofs['matmul_gflop_s']:.0f} GFLOP/s. Quality against float32 over {HELD} held-out prompts.", "",
+        f"第 14 课的部分，同一进程，提示词 {length} 个词元（负载 {load}）。两道屋顶：读取 {roofs['read_bytes'] / 2**20:.0f} MiB 为 "
+        f"{roofs['bandwidth_gb_s']:.1f} GB/s；{roofs['matmul_n']}×{roofs['matmul_n']} 的 float32 矩阵乘法为 "
+        f"{roofs['matmul_gflop_s']:.0f} GFLOP/s。质量是与 float32 在 {HELD} 个留出提示词上比较的结果。", "",
+        "```", model_format_table(results), "", model_batch_table(results), "```", "",
+        *[f"- {line}" for line in model_verdict_lines(results)], "",
+        *[f"- {line}" for line in model_verdict_lines(results, "zh")], "",
+        "![Lesson 14: the roofline of the bench machine with the measured decode and prefill points](figures/bench_model_en.png)",
+        "", "![第 14 课：基准测试机器的屋顶线图与实测的解码、预填充各点](figures/bench_model_zh.png)",
+    ]
+
+
+HELD = 8

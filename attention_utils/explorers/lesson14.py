@@ -1,0 +1,84 @@
+"""Lesson 14's figures: the roofline of the bench machine with its measured points, and the explorer that moves one.
+
+A roofline (Williams et al. 2009) puts a run at (arithmetic intensity, FLOP/s achieved). No run can
+sit above the lower of two roofs: the bandwidth roof, intensity × bytes per second, and the compute
+roof, the matmul throughput. Both roofs and every point come from `make bench`'s saved JSON.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from ..language import text
+from ..results import FORMATS, model_timing, roofline_point
+from .widgets import explore
+
+COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "matmul floor": "gray",
+           "transformers float32": "tab:purple"}
+
+
+def roof_at(intensity: float, roofs: dict) -> float:
+    """The highest GFLOP/s a run of this intensity can reach: min(bandwidth × intensity, matmul throughput)."""
+    return min(roofs["bandwidth_gb_s"] * intensity, roofs["matmul_gflop_s"])
+
+
+def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Figure:
+    """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled."""
+    roofs, env = results["roofs"], results["environment"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
+    ridge = roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
+    xs = [0.05, ridge, 2000.0]
+    ax.plot(xs, [roof_at(x, roofs) for x in xs], color="black", linewidth=2,
+            label=text("roofs measured on the bench machine", "基准测试机器上测得的屋顶"))
+    for fmt in (*FORMATS, "matmul floor"):
+        rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
+                      key=lambda r: r["batch"])
+        points = [roofline_point(r) for r in rows]
+        ax.plot([p["intensity"] for p in points], [p["gflop_s"] for p in points], marker="o", color=COLOURS[fmt],
+                label=text(f"decode, {fmt}, batch {rows[0]['batch']}–{rows[-1]['batch']}",
+                           f"解码，{fmt}，批大小 {rows[0]['batch']}–{rows[-1]['batch']}"))
+    for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in FORMATS):
+        point = roofline_point(row)
+        ax.scatter(point["intensity"], point["gflop_s"], marker="s", color=COLOURS[row["format"]], edgecolor="black")
+    ax.scatter([], [], marker="s", color="white", edgecolor="black",
+               label=text(f"prefill of {results['timings'][0]['length']} tokens", f"预填充 {results['timings'][0]['length']} 个词元"))
+    if highlight is not None:
+        point = roofline_point(model_timing(results, *highlight))
+        ax.scatter(point["intensity"], point["gflop_s"], s=300, facecolor="none", edgecolor="crimson", linewidth=2.5)
+    ax.axvline(ridge, color="black", linestyle=":", linewidth=1)
+    ax.set(xscale="log", yscale="log", xlim=(0.05, 2000),
+           xlabel=text("arithmetic intensity (FLOPs per byte read)", "算术强度（每读一个字节做的浮点运算次数）"),
+           ylabel=text("GFLOP/s achieved", "实际达到的 GFLOP/s"))
+    ax.set_title(text(f"SmolLM2-135M, {env['cpu']}, {env['threads']} threads, {env['date']}",
+                      f"SmolLM2-135M，{env['cpu']}，{env['threads']} 个线程，{env['date']}"), fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def point_summary(results: dict, fmt: str, batch: int) -> str:
+    """What the circled point says: ms per step, tokens per second, its intensity, and how far below its roof it sits."""
+    row = model_timing(results, fmt, batch)
+    point = roofline_point(row)
+    share = point["gflop_s"] / roof_at(point["intensity"], results["roofs"])
+    return text(f"{fmt}, batch {batch}: {row['ms']:.1f} ms per step, {1e3 * batch / row['ms']:.0f} tokens/s, "
+                f"{point['intensity']:.2f} FLOPs per byte, {share:.0%} of the roof above it",
+                f"{fmt}，批大小 {batch}：每步 {row['ms']:.1f} 毫秒，每秒 {1e3 * batch / row['ms']:.0f} 个词元，"
+                f"每字节 {point['intensity']:.2f} 次浮点运算，达到它上方屋顶的 {share:.0%}")
+
+
+def show_roofline(results: dict) -> None:
+    """A weight-format menu and a batch-size slider that circle one measured decode point on the roofline."""
+    batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
+
+    def draw(fmt: str, batch: int) -> Figure:
+        fig = draw_roofline(results, (fmt, batch))
+        fig.suptitle(point_summary(results, fmt, batch), fontsize=9)
+        return fig
+
+    explore(
+        draw,
+        fmt=widgets.Dropdown(options=list(FORMATS), value="float32", description=text("format", "权重格式")),
+        batch=widgets.SelectionSlider(options=batches, value=batches[0], description=text("batch", "批大小")),
+    )

@@ -1,0 +1,44 @@
+"""Lesson 14's roofline figure and explorer, driven headless on the saved bench: every control redraws, in both languages."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+from explorer_harness import drive
+
+from attention_utils import results
+from attention_utils.explorers import lesson14
+from attention_utils.plotting import set_language
+
+SAVED = results.load_saved(results.SAVED_MODEL)
+
+
+@pytest.fixture(params=["en", "zh"])
+def language(request):
+    set_language(request.param)
+    yield request.param
+    set_language("en")
+
+
+def test_every_control_redraws(language):
+    redrawn = drive(lesson14.show_roofline, SAVED)
+    assert len(redrawn) == 2 and all(redrawn.values()), redrawn
+    plt.close("all")
+
+
+def test_the_roof_is_the_lower_of_bandwidth_and_throughput():
+    roofs = {"bandwidth_gb_s": 10.0, "matmul_gflop_s": 100.0}  # ridge at 10 FLOPs per byte
+    assert lesson14.roof_at(0.5, roofs) == 5.0 and lesson14.roof_at(10.0, roofs) == 100.0
+    assert lesson14.roof_at(1000.0, roofs) == 100.0
+
+
+def test_a_point_by_hand():
+    row = {"flops": 2_000_000, "weight_bytes": 3_000_000, "cache_bytes": 1_000_000, "ms": 2.0}
+    point = results.roofline_point(row)
+    assert point["intensity"] == 0.5  # 2 MFLOP over 4 MB
+    assert point["gflop_s"] == 1.0  # 2 MFLOP in 2 ms
+
+
+def test_the_summary_names_the_point(language):
+    line = lesson14.point_summary(SAVED, "int8", 1)
+    assert line.startswith("int8") and ("批大小 1" in line if language == "zh" else "batch 1" in line)
