@@ -276,6 +276,7 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
 FORMATS = ("float32", "bfloat16", "int8")
+SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name a row
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
@@ -354,7 +355,8 @@ def model_format_table(results: dict, language: str = "en") -> str:
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
         q = results["quality"].get(fmt)
-        rows.append([fmt, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
+        shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
+        rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
                      f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",
                      *([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
                         f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)])
@@ -368,7 +370,7 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
     names = (*FORMATS, "matmul floor")
     headers = ["批大小" if language == "zh" else "batch"] + [
-        f"{n}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
+        f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"
                    for n in names] for b in batches]
     return table(headers, rows)

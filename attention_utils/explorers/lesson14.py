@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..results import FORMATS, model_timing, roofline_point
+from ..results import FORMATS, SHOWN_ZH, model_timing, roofline_point
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "matmul floor": "gray",
@@ -38,7 +38,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
         points = [roofline_point(r) for r in rows]
         ax.plot([p["intensity"] for p in points], [p["gflop_s"] for p in points], marker="o", color=COLOURS[fmt],
                 label=text(f"decode, {fmt}, batch {rows[0]['batch']}–{rows[-1]['batch']}",
-                           f"解码，{fmt}，批大小 {rows[0]['batch']}–{rows[-1]['batch']}"))
+                           f"解码，{SHOWN_ZH.get(fmt, fmt)}，批大小 {rows[0]['batch']}–{rows[-1]['batch']}"))
     for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in FORMATS):
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="s", color=COLOURS[row["format"]], edgecolor="black")

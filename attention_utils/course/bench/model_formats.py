@@ -1,4 +1,4 @@
-"""Lesson 14's part of the real model's bench: weight formats, batches, the two roofs, and what each format costs in quality.
+"""Lesson 14's part of the real model's bench: weight formats, batches, the two roofs, and each format's quality.
 
 model_decode.measure_model calls `measure_formats` in the same process, after lesson 13's rows, so
 everything in figures/bench_model.json shares one machine moment. At one prompt length (128 tokens):
