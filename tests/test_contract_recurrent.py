@@ -130,6 +130,8 @@ def test_recall_batches_check_their_arguments():
 def test_recall_model_refuses_unknown_layers_and_bad_tokens():
     assert_contract_error(lambda: RecallModel(16, 8, ("softmax", "mamba")), "kind")
     assert_contract_error(lambda: RecallModel(16, 8, ()), "kinds")
+    assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=0), "key_size")
+    assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=2.5), "key_size")
     model = RecallModel(16, 8, ("delta",))
     assert_contract_error(lambda: model(torch.tensor([[3, 16]])), "tokens")
     assert_contract_error(lambda: model(torch.rand(1, 4)), "tokens")
