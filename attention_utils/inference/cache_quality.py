@@ -1,4 +1,4 @@
-"""What a smaller cache costs in quality: logits read chunk by chunk through a cache, perplexity, top-1 agreement (lesson 15).
+"""What a smaller cache costs in quality: logits read chunk by chunk through a cache, perplexity, agreement (lesson 15).
 
 A cache that changes what it stores (quantized, low-rank) changes only what *later* chunks read, so
 quality is measured the way text is generated: a prefill of the first tokens, then the rest fed in

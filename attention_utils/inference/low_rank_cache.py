@@ -1,4 +1,4 @@
-"""A low-rank KV cache: each key and value kept as `rank` coordinates in a basis fitted once, per layer and head (lesson 15).
+"""A low-rank KV cache: each key and value kept as `rank` coordinates in a basis fitted per layer and head (lesson 15).
 
 If a layer's keys all lie near a few directions, a key of head_dim numbers is well described by its
 coordinates along the first `rank` of them: the cache keeps rank numbers instead of head_dim and
