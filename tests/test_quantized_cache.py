@@ -131,3 +131,23 @@ def test_errors_are_bilingual():
         QuantizedLayerCache().update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4), window=4)
     with pytest.raises(ValueError, match="value_group=3.*\n.*value_group=3"):
         QuantizedLayerCache(value_group=3).update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4))
+
+
+def test_on_the_real_model_int8_keeps_the_greedy_tokens(smollm2):
+    """SmolLM2 on a prompt no lesson uses: 8 decode steps read an int8 cache; each step's top token is float32's."""
+    from attention_utils.inference.cache_quality import cache_quality
+    from attention_utils.inference.kv_cache import KVCache
+    from attention_utils.models.llama import model_inputs
+
+    model, tokenizer = smollm2
+    tokens = model_inputs(tokenizer, "Bees visit flowers to collect nectar, and on the way they carry pollen from")
+    layers = model.config.num_layers
+    with torch.no_grad():
+        reference = model(tokens)
+    prefill = tokens.shape[1] - 8
+    int8 = cache_quality(model, tokens, lambda: quantized_kv_cache(layers, bits=8), reference, prefill)
+    int4 = cache_quality(model, tokens, lambda: quantized_kv_cache(layers, bits=4), reference, prefill)
+    full = cache_quality(model, tokens, lambda: KVCache(layers), reference, prefill)
+    assert full.largest_logit_difference < 1e-3  # the plain cache: only rounding
+    assert int8.agreement == 1.0 and int8.largest_logit_difference < 0.5
+    assert int4.largest_logit_difference > int8.largest_logit_difference  # fewer bits, a larger drift
