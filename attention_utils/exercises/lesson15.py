@@ -62,8 +62,8 @@ def check_grouping(answer: object) -> None:
                         "大通道会决定这个词元里所有通道的步长。")
     feedback(False, "Per token, the outlier sets the range of the whole group: the step grows 50 times and the small "
              "channels round to a few codes. Which grouping gives the outlier a group of its own?",
-             "按词元分组时，异常大的通道决定整组的范围：步长变成原来的 50 倍，小通道只剩几个编码可用。"
-             "哪种分组能让这个通道单独成组？")
+             "按词元分组时，离群通道决定整组的范围：步长变成原来的 50 倍，小通道只剩几个编码可用。"
+             "哪种分组能让离群通道单独成组？")
 
 
 @checker
