@@ -91,7 +91,8 @@ class LatentAttention(nn.Module):
     def _project(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, ...]:
         """Queries (content, rotary) per head, and the new tokens' latents and rotary keys."""
         b, t, _ = x.shape
-        queries = self.W_query(x).view(b, t, self.num_heads, self.head_dim + self.rope_dim).transpose(1, 2)  # (b, h, T, head_dim + rope_dim)
+        # (b, h, T, head_dim + rope_dim): each head's content features, then its rotary features
+        queries = self.W_query(x).view(b, t, self.num_heads, self.head_dim + self.rope_dim).transpose(1, 2)
         content, rotary = queries.split([self.head_dim, self.rope_dim], dim=-1)
         rotary = apply_rotary(rotary, start, self.rotary_base) if self.rope_dim else rotary
         if self.rope_dim:
