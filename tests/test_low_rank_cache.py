@@ -72,3 +72,5 @@ def test_errors_are_bilingual():
         fit_bases(KVCache(2))
     with pytest.raises(ValueError, match="rank.*\n.*rank"):
         LowRankLayerCache(torch.eye(4)[None], torch.eye(4)[None], rank=5)
+    with pytest.raises(ValueError, match="key_basis.*3 dimensions.*\n.*key_basis"):
+        LowRankLayerCache(torch.eye(4), torch.eye(4)[None], rank=2)

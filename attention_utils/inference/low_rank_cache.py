@@ -43,6 +43,8 @@ class LowRankLayerCache(LayerCache):
 
     def __init__(self, key_basis: torch.Tensor, value_basis: torch.Tensor, rank: int) -> None:
         super().__init__()
+        for name, basis in (("key_basis", key_basis), ("value_basis", value_basis)):
+            check_tensor(basis, name, ranks=(3,))  # (kv_heads, head_dim, head_dim), as fit_bases returns
         self.rank = check_size(rank, "rank", maximum=key_basis.shape[-1])
         self.key_basis, self.value_basis = key_basis[..., :rank], value_basis[..., :rank]  # (kv_heads, head_dim, rank)
 
