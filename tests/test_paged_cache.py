@@ -88,3 +88,31 @@ def test_errors_are_bilingual():
     assert cache.holders == [0] and cache.lengths[sequence] == 0  # refused before anything was written
     with pytest.raises(ValueError, match="kv_heads=1.*\n.*kv_heads=1"):
         cache.append(sequence, torch.zeros(2, 1, 2), torch.zeros(2, 1, 2))
+
+
+def test_a_model_decodes_through_pages_as_through_the_plain_cache():
+    """A tiny Llama: prefill, fork after the prompt, decode two continuations; logits equal the plain cache's."""
+    from attention_utils.inference.kv_cache import KVCache
+    from attention_utils.inference.paged_cache import paged_kv_cache
+    from attention_utils.models.llama import LlamaConfig, LlamaModel
+
+    config = LlamaConfig(vocab_size=30, context_length=32, d_model=16, num_layers=2, num_heads=2, num_kv_heads=1,
+                         d_ff=24, rotary_base=10000.0, norm_eps=1e-5)
+    torch.manual_seed(2)
+    model = LlamaModel(config).double().eval()
+    tokens = torch.randint(0, 30, (2, 14), generator=torch.Generator().manual_seed(3))
+    tokens[1, :5] = tokens[0, :5]  # both share a 5-token prompt
+    pools = [PagedCache(20, 1, 8, page_size=4, dtype=torch.float64) for _ in range(2)]
+    first = paged_kv_cache(pools)
+    with torch.no_grad():
+        model(tokens[:1, :5], cache=first)
+        second = paged_kv_cache(pools, [pool.fork(layer.sequence) for pool, layer in zip(pools, first.layers)])
+        for row, cache in ((0, first), (1, second)):
+            plain = KVCache(2)
+            model(tokens[row:row + 1, :5], cache=plain)
+            for t in range(5, 14):
+                expected = model(tokens[row:row + 1, t:t + 1], cache=plain)
+                torch.testing.assert_close(model(tokens[row:row + 1, t:t + 1], cache=cache), expected, rtol=0, atol=1e-12)
+    # the prompt's first page (4 tokens) is shared; its second page (token 4) was copied when the sequences diverged
+    assert pools[0].block_tables[first[0].sequence][0] == pools[0].block_tables[second[0].sequence][0]
+    assert pools[0].pages_in_use == 1 + 2 * 3  # shared page + 3 own pages each for tokens 4..13

@@ -20,6 +20,7 @@ from torch import nn
 
 from ..arguments import check_size
 from ..checks import bilingual, check_tensor
+from .kv_cache import KVCache, LayerCache
 
 
 def pages_needed(lengths: list[int], page_size: int = 16) -> int:
@@ -154,3 +155,41 @@ def paged_attention(queries: torch.Tensor, cache: PagedCache, sequence: int) -> 
     may_attend = torch.ones(t, s, dtype=torch.bool).tril(diagonal=s - t)  # query i sits at position s - t + i
     return nn.functional.scaled_dot_product_attention(queries[None], keys[None], values[None], attn_mask=may_attend,
                                                       enable_gqa=queries.shape[0] != keys.shape[0])[0]
+
+
+class PagedLayerCache(LayerCache):
+    """One layer's cache for one sequence (batch 1), kept in a PagedCache: a drop-in for LayerCache in LlamaModel."""
+
+    def __init__(self, pages: PagedCache, sequence: int | None = None) -> None:
+        super().__init__()
+        self.pages = pages
+        self.sequence = pages.new_sequence() if sequence is None else sequence
+        self.position = pages.lengths[self.sequence]  # a forked sequence goes on after its shared prefix
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Write the new keys and values (1, kv_heads, T, head_dim) into pages; return the sequence gathered."""
+        if window is not None or keys.dim() != 4 or keys.shape[0] != 1:
+            raise ValueError(bilingual(
+                "A PagedLayerCache holds one sequence (batch 1) without a window; give each sequence its own.",
+                "PagedLayerCache 只保存一个序列（批大小 1），不带窗口；请给每个序列各建一个。"))
+        self.pages.append(self.sequence, keys[0], values[0])
+        self.position = self.pages.lengths[self.sequence]
+        self.positions = torch.arange(self.position)
+        gathered_keys, gathered_values = self.pages.gather(self.sequence)
+        return gathered_keys[None], gathered_values[None], self.positions
+
+    @property
+    def keys(self) -> torch.Tensor | None:
+        return self.pages.gather(self.sequence)[0][None] if self.position else None
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        return self.pages.gather(self.sequence)[1][None] if self.position else None
+
+
+def paged_kv_cache(pools: list[PagedCache], sequences: list[int] | None = None) -> KVCache:
+    """A KVCache for one sequence whose layer i lives in pools[i] (one pool per layer, shared by many sequences)."""
+    cache = KVCache(len(pools))
+    cache.layers = [PagedLayerCache(pool, None if sequences is None else sequences[i]) for i, pool in enumerate(pools)]
+    return cache
