@@ -31,6 +31,7 @@ TEST_WORKERS ?= auto
 HOME_WRITABLE := $(shell [ -w "$${HOME:-/nonexistent}" ] && { [ ! -e "$$HOME/.local" ] || [ -w "$$HOME/.local" ]; } && echo yes)
 ifneq ($(HOME_WRITABLE),yes)
 FALLBACK_HOME := $(CURDIR)/build/home
+export JUPYTER_CONFIG_DIR := $(FALLBACK_HOME)/jupyter/config
 export JUPYTER_RUNTIME_DIR := $(FALLBACK_HOME)/jupyter/runtime
 export JUPYTER_DATA_DIR := $(FALLBACK_HOME)/jupyter/data
 export IPYTHONDIR := $(FALLBACK_HOME)/ipython
