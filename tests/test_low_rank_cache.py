@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from attention_utils.inference.cache_quality import cache_quality, logits_through_cache, perplexity
 from attention_utils.inference.kv_cache import KVCache
 from attention_utils.inference.low_rank_cache import LowRankLayerCache, fit_bases, fit_basis, low_rank_kv_cache
-from attention_utils.models.llama import LlamaConfig, LlamaModel
+import tiny_models
 
 
 @settings(max_examples=40, deadline=None)
@@ -31,13 +31,7 @@ def test_the_basis_keeps_what_the_singular_values_promise(heads, tokens, head_di
 
 @pytest.fixture(scope="module")
 def tiny_llama():
-    config = LlamaConfig(vocab_size=30, context_length=32, d_model=16, num_layers=2, num_heads=2, num_kv_heads=1,
-                         d_ff=24, rotary_base=10000.0, norm_eps=1e-5)
-    torch.manual_seed(1)
-    model = LlamaModel(config).double().eval()
-    for parameter in model.parameters():
-        torch.nn.init.normal_(parameter, std=0.3)
-    return model
+    return tiny_models.tiny_llama(d_model=16, num_heads=2, num_kv_heads=1, seed=1)
 
 
 def test_full_rank_changes_nothing_and_a_lower_rank_changes_later_chunks_only(tiny_llama):

@@ -94,12 +94,9 @@ def test_a_model_decodes_through_pages_as_through_the_plain_cache():
     """A tiny Llama: prefill, fork after the prompt, decode two continuations; logits equal the plain cache's."""
     from attention_utils.inference.kv_cache import KVCache
     from attention_utils.inference.paged_cache import paged_kv_cache
-    from attention_utils.models.llama import LlamaConfig, LlamaModel
+    from tiny_models import tiny_llama
 
-    config = LlamaConfig(vocab_size=30, context_length=32, d_model=16, num_layers=2, num_heads=2, num_kv_heads=1,
-                         d_ff=24, rotary_base=10000.0, norm_eps=1e-5)
-    torch.manual_seed(2)
-    model = LlamaModel(config).double().eval()
+    model = tiny_llama(d_model=16, num_heads=2, num_kv_heads=1, seed=2, weight_std=None)
     tokens = torch.randint(0, 30, (2, 14), generator=torch.Generator().manual_seed(3))
     tokens[1, :5] = tokens[0, :5]  # both share a 5-token prompt
     pools = [PagedCache(20, 1, 8, page_size=4, dtype=torch.float64) for _ in range(2)]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from attention_utils.inference.quantized_cache import (
     QuantizedLayerCache, dequantize, pack_int4, quantize, quantized_kv_cache, unpack_int4)
-from attention_utils.models.llama import LlamaConfig, LlamaModel
+import tiny_models
 
 
 def test_a_hand_example():
@@ -86,13 +86,7 @@ def reference_logits(model, tokens, chunk_start, bits, group, keep_first):
 
 @pytest.fixture(scope="module")
 def tiny_llama():
-    config = LlamaConfig(vocab_size=40, context_length=64, d_model=32, num_layers=2, num_heads=4, num_kv_heads=2,
-                         d_ff=48, rotary_base=10000.0, norm_eps=1e-5)
-    torch.manual_seed(0)
-    model = LlamaModel(config).double().eval()
-    for parameter in model.parameters():
-        torch.nn.init.normal_(parameter, std=0.3)
-    return model
+    return tiny_models.tiny_llama(d_model=32, num_heads=4, num_kv_heads=2, seed=0, vocab_size=40)
 
 
 @settings(max_examples=8, deadline=None)
