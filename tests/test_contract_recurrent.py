@@ -28,6 +28,13 @@ BAD_TENSORS = NOT_A_TENSOR + [torch.ones(5, 3, dtype=torch.int64), torch.ones(5,
 NOT_A_SIZE = [None, "3", 3.5, True, 0, -1]
 
 
+def label(value: object) -> str:
+    """A test id that is the same in every process, as pytest-xdist's workers need (a random tensor's repr is not)."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor{list(value.shape)}-{str(value.dtype).removeprefix('torch.')}"
+    return repr(value)
+
+
 def replaced(index: int, bad: object) -> list:
     found = list(GOOD)
     found[index] = bad
@@ -36,7 +43,7 @@ def replaced(index: int, bad: object) -> list:
 
 @pytest.mark.parametrize("form", FORMS + DELTA, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("index, name", [(0, "queries"), (1, "keys"), (2, "values")])
-@pytest.mark.parametrize("bad", BAD_TENSORS, ids=repr)
+@pytest.mark.parametrize("bad", BAD_TENSORS, ids=label)
 def test_bad_tensors_are_refused(form, index, name, bad):
     extra = (0.5,) if form in DELTA else ()
     assert_contract_error(lambda: form(*replaced(index, bad), *extra), name)
@@ -53,7 +60,7 @@ def test_mismatched_shapes_are_refused(form):
 
 
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("bad", [None, "yes", 1, np.ones(2)], ids=repr)
+@pytest.mark.parametrize("bad", [None, "yes", 1, np.ones(2)], ids=label)
 def test_normalize_must_be_a_flag(form, bad):
     assert_contract_error(lambda: form(*GOOD, normalize=bad), "normalize")
 
@@ -64,20 +71,20 @@ def test_normalize_needs_features_that_are_not_negative(form):
     assert_contract_error(lambda: form(q - 2, k, v, normalize=True), "queries", "feature_map")
 
 
-@pytest.mark.parametrize("bad", NOT_A_SIZE, ids=repr)
+@pytest.mark.parametrize("bad", NOT_A_SIZE, ids=label)
 def test_chunk_size_must_be_a_size(bad):
     assert_contract_error(lambda: linear_attention_chunked(*GOOD, chunk_size=bad), "chunk_size")
 
 
 @pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), torch.rand(2, 4), torch.rand(2, 5).double(), "0.5", None],
-                         ids=repr)
+                         ids=label)
 def test_beta_must_be_one_rate_per_token_in_range(form, bad):
     assert_contract_error(lambda: form(*GOOD, bad), "beta")
 
 
 @pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("bad", [0.0, -0.5, 1.01, torch.zeros(2, 5), torch.rand(5)], ids=repr)
+@pytest.mark.parametrize("bad", [0.0, -0.5, 1.01, torch.zeros(2, 5), torch.rand(5)], ids=label)
 def test_decay_must_be_in_0_to_1(form, bad):
     assert_contract_error(lambda: form(*GOOD, 0.5, bad), "decay")
 
@@ -94,7 +101,7 @@ def test_feature_map_checks_its_input():
 
 
 @pytest.mark.parametrize("name", ["num_layers", "num_heads", "d_k", "d_v", "bytes_per_value"])
-@pytest.mark.parametrize("bad", NOT_A_SIZE, ids=repr)
+@pytest.mark.parametrize("bad", NOT_A_SIZE, ids=label)
 def test_state_bytes_refuses_what_is_not_a_size(name, bad):
     sizes = dict(num_layers=2, num_heads=3, d_k=4, d_v=5, bytes_per_value=2)
     assert_contract_error(lambda: state_bytes(**{**sizes, name: bad}), name)
@@ -123,6 +130,8 @@ def test_recall_batches_check_their_arguments():
 def test_recall_model_refuses_unknown_layers_and_bad_tokens():
     assert_contract_error(lambda: RecallModel(16, 8, ("softmax", "mamba")), "kind")
     assert_contract_error(lambda: RecallModel(16, 8, ()), "kinds")
+    assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=0), "key_size")
+    assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=2.5), "key_size")
     model = RecallModel(16, 8, ("delta",))
     assert_contract_error(lambda: model(torch.tensor([[3, 16]])), "tokens")
     assert_contract_error(lambda: model(torch.rand(1, 4)), "tokens")
@@ -137,7 +146,7 @@ def test_training_checks_its_numbers():
 
 
 @pytest.mark.parametrize("name, bad", [("beta", -0.5), ("beta", 2.0), ("beta", "1"), ("beta", None), ("decay", 0.0),
-                                       ("decay", 1.5), ("decay", float("nan"))], ids=repr)
+                                       ("decay", 1.5), ("decay", float("nan"))], ids=label)
 def test_delta_rule_step_checks_its_rates(name, bad):
     rates = {"beta": 1.0, "decay": 1.0, name: bad}
     assert_contract_error(lambda: delta_rule_step(torch.zeros(4, 3), torch.rand(3), torch.rand(4), **rates), name)

@@ -52,6 +52,22 @@ def test_the_recall_table_and_figure(language):
     plt.close("all")
 
 
+def test_the_state_size_table_and_figure(language):
+    rows = [{"model": m, "seed": s, "pairs": n, "key_size": k, "accuracy": 0.5 + 0.1 * s + 0.01 * k,
+             "kept_floats": 100 * k + n} for m, sizes in (("softmax", (16,)), ("linear", (64, 16)), ("delta", (16, 32)))
+            for k in sizes for s in (0, 1) for n in (2, 4)]
+    lines = lesson16.state_size_table(rows, language).splitlines()
+    assert len(lines) == 1 + 5
+    name = "线性注意力" if language == "zh" else "linear attention"
+    linear = [line for line in lines if line.startswith(name)]
+    assert "0.66 / 0.76" in linear[0] and "1,604" in linear[0]  # d_k 16 first; numbers kept at the largest N (4)
+    assert "1.14 / 1.24" in linear[1] and "6,404" in linear[1]
+    figure = lesson16.draw_state_sizes(rows)
+    assert len(figure.axes) == 2  # linear attention and the delta rule; softmax is the dashed reference in both
+    assert all(len(ax.lines) == 3 for ax in figure.axes)  # two key sizes and the reference
+    plt.close("all")
+
+
 @pytest.mark.parametrize("written", [0, 1, 8, 12])
 def test_any_number_written_draws(written):
     figure = lesson16.draw_states(8, 3, written)

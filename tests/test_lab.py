@@ -256,6 +256,9 @@ def test_a_read_only_home_still_starts_the_lab(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     log = tmp_path / "lab.log"
+    # as after an earlier session: with an IPython folder present, Jupyter writes a "migrated" marker into its
+    # config folder at start, which must not be in the read-only home
+    (ROOT / "build" / "home" / "ipython").mkdir(parents=True, exist_ok=True)
     script = (
         f"mount --bind {home} {home} && mount -o remount,bind,ro {home} && "
         f"HOME={home} {sys.executable} -c \"$PROBE\""

@@ -70,3 +70,22 @@ def test_the_grid_has_a_row_per_model_seed_and_pair_count():
     kept = {(r["model"], r["pairs"]): r["kept_floats"] for r in rows}
     assert kept["delta", 1] == kept["delta", 2] == 8 * 8  # one state of d_model x d_model
     assert kept["hybrid", 2] == 8 * 8 + 2 * (4 * 2) * 8  # the state plus a key and a value per token
+
+
+def test_the_key_size_sets_the_state_and_the_cache():
+    """d_k = 4 with d_model 8: a state of 4 × 8 numbers; softmax keeps 4 + 8 numbers a token (counted by hand)."""
+    task = RecallTask(num_keys=8, most_pairs=2)
+    models = {"linear": ("linear",), "softmax": ("softmax",)}
+    rows = recall_grid(task, 8, seeds=(0,), steps=2, pairs=(1, 2), models=models, progress=False, key_size=4)
+    kept = {(r["model"], r["pairs"]): r["kept_floats"] for r in rows}
+    assert kept["linear", 1] == kept["linear", 2] == 32
+    assert kept["softmax", 2] == (4 * 2) * (4 + 8)
+    assert {r["key_size"] for r in rows} == {4}
+
+
+@pytest.mark.parametrize("kind", ["softmax", "linear", "delta"])
+def test_queries_and_keys_take_the_key_size_and_values_keep_d_model(kind):
+    torch.manual_seed(0)
+    model = RecallModel(16, 8, (kind,), key_size=3)
+    assert model.layers[0].qkv.weight.shape == (3 + 3 + 8, 8)
+    assert model(torch.randint(0, 16, (2, 5))).shape == (2, 5, 16)

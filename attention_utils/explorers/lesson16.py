@@ -143,3 +143,60 @@ def draw_recall(rows: list[dict]) -> Figure:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     return fig
+
+
+def _by_size(rows: list[dict]) -> dict[tuple[str, int], dict[int, list[float]]]:
+    """{(model, key size): {pairs: [accuracy of each seed]}}, models in the order they came, key sizes ascending."""
+    found: dict[tuple[str, int], dict[int, list[float]]] = {}
+    for row in sorted(rows, key=lambda r: r["key_size"]):
+        found.setdefault((row["model"], row["key_size"]), {}).setdefault(row["pairs"], []).append(row["accuracy"])
+    order = list(dict.fromkeys(row["model"] for row in rows))
+    return dict(sorted(found.items(), key=lambda item: (order.index(item[0][0]), item[0][1])))
+
+
+def state_size_table(rows: list[dict], language: str = "en") -> str:
+    """Held-out recall per model and key size d_k (rows), number of pairs (columns); each cell 'seed 1 / seed 2'.
+
+    The third column is what the layer keeps at the largest N: the fixed state, or the cache.
+    """
+    found = _by_size(rows)
+    pairs = sorted({row["pairs"] for row in rows})
+    kept = {(row["model"], row["key_size"], row["pairs"]): row["kept_floats"] for row in rows}
+    zh = language == "zh"
+    headers = ["模型" if zh else "model", "d_k", f"保存的数（N = {pairs[-1]}）" if zh else f"numbers kept (N = {pairs[-1]})"]
+    body = [[MODEL_NAMES[name][zh], key_size, f"{kept[name, key_size, pairs[-1]]:,}"]
+            + [" / ".join(f"{a:.2f}" for a in by_pairs[n]) for n in pairs]
+            for (name, key_size), by_pairs in found.items()]
+    return table(headers + [f"N = {n}" for n in pairs], body)
+
+
+def draw_state_sizes(rows: list[dict], reference: str = "softmax") -> Figure:
+    """One panel per fixed-state model: recall against N for each key size (seeds' mean, range shaded).
+
+    The reference model (softmax attention with the smallest key size) is drawn dashed in every panel.
+    """
+    found = _by_size(rows)
+    models = [name for name in dict.fromkeys(name for name, _ in found) if name != reference]
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.0), layout="constrained", sharey=True)
+    smallest = min((size for name, size in found if name == reference), default=None)
+    for ax, name in zip(axes, models):
+        sizes = sorted(size for model, size in found if model == name)
+        for index, size in enumerate(sizes):
+            _recall_line(ax, found[name, size], f"C{index}", text(f"d_k = {size}", f"d_k = {size}"))
+        if smallest is not None:
+            _recall_line(ax, found[reference, smallest], "0.4",
+                         text(f"{MODEL_NAMES[reference][0]}, d_k = {smallest}", f"{MODEL_NAMES[reference][1]}，d_k = {smallest}"),
+                         linestyle="--")
+        ax.set(xlabel=text("key–value pairs N", "键值对数 N"), ylim=(0, 1.02), title=text(*MODEL_NAMES[name]))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+    axes[0].set_ylabel(text("held-out recall", "留出准确率"))
+    return fig
+
+
+def _recall_line(ax, by_pairs: dict[int, list[float]], color: str, label: str, linestyle: str = "-") -> None:
+    """The seeds' mean against N, with the range between the seeds shaded."""
+    pairs = sorted(by_pairs)
+    accuracies = [by_pairs[n] for n in pairs]
+    ax.plot(pairs, [sum(a) / len(a) for a in accuracies], marker="o", color=color, linestyle=linestyle, label=label)
+    ax.fill_between(pairs, [min(a) for a in accuracies], [max(a) for a in accuracies], color=color, alpha=0.2)

@@ -4,6 +4,9 @@
 - `grouped_query`: several query heads sharing one key/value head (GQA, MQA);
 - `sliding_window`: which keys a window with attention sinks keeps; `flex_window`: the same with FlexAttention;
 - `generation`: greedy decoding with or without a cache;
-- `decode_cost`: the bytes a forward pass reads and the FLOPs it does, from the model's configuration (lesson 14).
+- `decode_cost`: the bytes a forward pass reads and the FLOPs it does, from the model's configuration (lesson 14);
+- `quantized_cache`, `low_rank_cache`: caches that keep fewer bytes per token; `cache_quality`: what that costs (lesson 15);
+- `latent_attention`: multi-head latent attention, whose cache is one latent vector per token (lesson 15);
+- `paged_cache`: the cache in fixed pages with block tables, prefix sharing and copy-on-write (lesson 15).
 Modules here import from the top of `attention_utils` and from each other, never from `models` or `recurrent`.
 """

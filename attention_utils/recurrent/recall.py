@@ -106,16 +106,21 @@ class RecallTask:
 
 
 class Mixer(nn.Module):
-    """One token-mixing layer: softmax attention, linear attention, the delta rule or the gated delta rule."""
+    """One token-mixing layer: softmax attention, linear attention, the delta rule or the gated delta rule.
 
-    def __init__(self, kind: str, d_model: int, num_heads: int = 1) -> None:
+    key_size is d_k per head (head_dim when None): a state is d_k × head_dim, so changing d_k alone
+    changes the state's size while the model keeps its width.
+    """
+
+    def __init__(self, kind: str, d_model: int, num_heads: int = 1, key_size: int | None = None) -> None:
         super().__init__()
         if kind not in KINDS:
             raise (TypeError if not isinstance(kind, str) else ValueError)(bilingual(
                 f"kind must be one of {KINDS}, got {shown(kind)}.", f"kind 必须是 {KINDS} 之一，实际是 {shown(kind, True)}。"))
         self.kind, self.num_heads, self.head_dim = kind, num_heads, d_model // num_heads
+        self.key_size = self.head_dim if key_size is None else key_size  # d_k per head; values keep head_dim
         self.norm = nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.qkv = nn.Linear(d_model, num_heads * (2 * self.key_size + self.head_dim), bias=False)
         self.rates = nn.Linear(d_model, 2 * num_heads) if kind in ("delta", "gated_delta") else None
         if self.rates is not None:
             nn.init.constant_(self.rates.bias[num_heads:], 5.0)  # α ≈ 0.993 at first: remember, then learn to forget
@@ -124,7 +129,9 @@ class Mixer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, length, d = x.shape
         h = self.norm(x)
-        q, k, v = self.qkv(h).view(b, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (b, heads, T, hd)
+        sizes = (self.num_heads * self.key_size,) * 2 + (self.num_heads * self.head_dim,)
+        q, k, v = (part.view(b, length, self.num_heads, -1).transpose(1, 2)
+                   for part in self.qkv(h).split(sizes, dim=-1))  # (b, heads, T, d_k or d_v)
         if self.kind == "softmax":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif self.kind == "linear":
@@ -138,8 +145,8 @@ class Mixer(nn.Module):
     def state_floats(self, length: int) -> int:
         """Numbers this layer keeps per sequence while decoding: the state, or the cache after `length` tokens."""
         if self.kind == "softmax":
-            return 2 * length * self.num_heads * self.head_dim
-        return self.num_heads * self.head_dim * self.head_dim
+            return length * self.num_heads * (self.key_size + self.head_dim)
+        return self.num_heads * self.key_size * self.head_dim
 
 
 class RecallModel(nn.Module):
@@ -149,16 +156,18 @@ class RecallModel(nn.Module):
     single layer pair a value with the key just before it.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, kinds: tuple[str, ...], num_heads: int = 1) -> None:
+    def __init__(self, vocab_size: int, d_model: int, kinds: tuple[str, ...], num_heads: int = 1,
+                 key_size: int | None = None) -> None:
         super().__init__()
         self.vocab_size, self.d_model = check_size(vocab_size, "vocab_size"), check_size(d_model, "d_model")
         num_heads = check_size(num_heads, "num_heads")
+        key_size = None if key_size is None else check_size(key_size, "key_size")
         if not isinstance(kinds, (tuple, list)) or not kinds:
             raise TypeError(bilingual(f"kinds must be a non-empty tuple of layer kinds from {KINDS}, got {shown(kinds)}.",
                                       f"kinds 必须是由 {KINDS} 中的层类型组成的非空元组，实际是 {shown(kinds, True)}。"))
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.shift = nn.Linear(d_model, d_model, bias=False)
-        self.layers = nn.ModuleList(Mixer(kind, d_model, num_heads) for kind in kinds)
+        self.layers = nn.ModuleList(Mixer(kind, d_model, num_heads, key_size) for kind in kinds)
         self.norm = nn.LayerNorm(d_model)
         self.readout = nn.Linear(d_model, vocab_size)
 
@@ -239,18 +248,22 @@ MODEL_NAMES = {
 
 
 def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: int, pairs: tuple[int, ...],
-                models: dict[str, tuple[str, ...]] = MODELS, progress: bool = True) -> list[dict]:
-    """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement."""
+                models: dict[str, tuple[str, ...]] = MODELS, progress: bool = True, key_size: int | None = None) -> list[dict]:
+    """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement.
+
+    key_size is d_k, the size of the queries and keys (d_model when None); the values keep d_model
+    numbers, so a fixed state holds key_size × d_model numbers.
+    """
     rows = []
     bar = tqdm(total=len(seeds) * len(models) * steps, desc=text("training", "训练"), disable=not progress)
     try:
         for seed in seeds:
             for name, kinds in models.items():
                 torch.manual_seed(seed)  # the initial weights
-                model = RecallModel(task.vocab_size, d_model, kinds)
+                model = RecallModel(task.vocab_size, d_model, kinds, key_size=key_size)
                 train_recall(model, task, steps, seed, learning_rate=1e-2, progress=bar)
                 for num_pairs in pairs:
-                    rows.append({"model": name, "seed": seed, "pairs": num_pairs,
+                    rows.append({"model": name, "seed": seed, "pairs": num_pairs, "key_size": model.layers[0].key_size,
                                  "accuracy": recall_accuracy(model, task, num_pairs, seed),
                                  "kept_floats": model.state_floats(4 * num_pairs)})
     finally:

@@ -1,0 +1,82 @@
+"""Lesson 15's figures and explorer: key magnitudes by channel, and quality against cache bytes per token.
+
+A point is a dict: {"method": a key of METHOD_NAMES, "label": its setting ("int4", "rank 16"),
+"bytes_per_token": cache bytes per token of text, "perplexity": on the held-out text}.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from ..language import text
+from .widgets import explore
+
+METHOD_NAMES = {
+    "full": ("float32 cache (as shipped)", "float32 缓存（原样）"),
+    "quantized": ("quantized keys and values", "量化的键和值"),
+    "quantized_first": ("quantized, first token kept", "量化，保留第一个词元"),
+    "low_rank": ("low-rank cache", "低秩缓存"),
+    "window": ("window with sinks", "带汇聚点的窗口"),
+}
+
+
+def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
+    """The largest |key| of each channel over the tokens, (kv_heads, head_dim), from keys (1, kv_heads, T, head_dim)."""
+    return keys[0].abs().amax(dim=1)
+
+
+def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
+    """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
+    heads, head_dim = magnitudes.shape
+    fig, axes = plt.subplots(heads, 1, figsize=(11, 1.9 * heads + 0.6), sharex=True, layout="constrained", squeeze=False)
+    colours = ["C0" if (channel // 2) % 2 == 0 else "C1" for channel in range(head_dim)]
+    for head, ax in enumerate(axes[:, 0]):
+        ax.bar(range(head_dim), magnitudes[head].tolist(), color=colours)
+        ax.set_ylabel(text(f"head {head}\nlargest |k|", f"头 {head}\n最大 |k|"))
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[-1, 0].set_xlabel(text("channel (neighbours 2i, 2i+1 turn together: one colour per rotary pair)",
+                                "通道（相邻的 2i、2i+1 一起旋转：同一旋转对同一颜色）"))
+    axes[0, 0].set_title(text(f"SmolLM2, layer {layer}: keys after rotary, largest magnitude of each channel",
+                              f"SmolLM2 第 {layer} 层：旋转之后的键，每个通道的最大绝对值"))
+    return fig
+
+
+def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figure:
+    """Perplexity against cache bytes per token (log scale), one colour per method; `highlight` rings one point."""
+    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
+    for index, method in enumerate(METHOD_NAMES):
+        chosen = sorted((p for p in points if p["method"] == method), key=lambda p: p["bytes_per_token"])
+        if not chosen:
+            continue
+        xs, ys = [p["bytes_per_token"] for p in chosen], [p["perplexity"] for p in chosen]
+        ax.plot(xs, ys, marker="o", color=f"C{index}", label=text(*METHOD_NAMES[method]))
+        for p in chosen:
+            ax.annotate(p["label"], (p["bytes_per_token"], p["perplexity"]), textcoords="offset points", xytext=(4, 4),
+                        fontsize=8)
+    full = [p["perplexity"] for p in points if p["method"] == "full"]
+    if full:
+        ax.axhline(full[0], color="grey", linestyle="--", linewidth=1)
+    if highlight is not None:
+        point = points[highlight]
+        ax.plot(point["bytes_per_token"], point["perplexity"], "o", markersize=16, markerfacecolor="none", color="black")
+        ax.set_title(text(f"{point['label']}: {point['bytes_per_token']:,.0f} bytes per token, perplexity "
+                          f"{point['perplexity']:.2f}", f"{point['label']}：每个词元 {point['bytes_per_token']:,.0f} 字节，"
+                          f"困惑度 {point['perplexity']:.2f}"))
+    ax.set_xscale("log")
+    ax.set(xlabel=text("cache bytes per token (all layers)", "每个词元的缓存字节数（所有层）"),
+           ylabel=text("perplexity on the held-out text", "留出文本上的困惑度"))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def show_quality_bytes(points: list[dict]) -> None:
+    """The explorer: pick a cache (ordered by bytes) and see where it sits."""
+    order = sorted(range(len(points)), key=lambda i: points[i]["bytes_per_token"])
+    options = [(f"{points[i]['label']} ({points[i]['bytes_per_token']:,.0f} B)", i) for i in order]
+    explore(lambda chosen: draw_quality_bytes(points, chosen),
+            chosen=widgets.SelectionSlider(options=options, value=order[-1], description=text("cache", "缓存"),
+                                           layout=widgets.Layout(width="520px")))

@@ -1,0 +1,72 @@
+"""A low-rank KV cache: each key and value kept as `rank` coordinates in a basis fitted per layer and head (lesson 15).
+
+If a layer's keys all lie near a few directions, a key of head_dim numbers is well described by its
+coordinates along the first `rank` of them: the cache keeps rank numbers instead of head_dim and
+rebuilds k ≈ coordinates @ basisᵀ when a query reads it. The basis comes from a singular value
+decomposition (SVD) of the keys (and values) the model cached on one text; a test on another
+text says whether it generalizes.
+
+The keys are the ones the cache holds: after the rotary turn. Fitting them before the turn would need
+the turn applied again at every read; here the basis has to cover every angle a key is seen at.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..arguments import check_size
+from ..checks import bilingual, check_tensor
+from .kv_cache import KVCache, LayerCache
+
+
+def fit_basis(vectors: torch.Tensor) -> torch.Tensor:
+    """Orthonormal directions (kv_heads, head_dim, head_dim), most important first, of vectors (b, kv_heads, T, head_dim).
+
+    The right singular vectors of each head's (b * T, head_dim) matrix: the first r span the
+    r-dimensional subspace closest (in squared error) to those vectors.
+    """
+    check_tensor(vectors, "vectors", ranks=(4,))
+    rows = vectors.transpose(0, 1).flatten(1, 2)  # (kv_heads, b * T, head_dim)
+    return torch.linalg.svd(rows.double(), full_matrices=True).Vh.transpose(1, 2).to(vectors.dtype)
+
+
+def fit_bases(cache: KVCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One (key basis, value basis) per layer, from what a filled KVCache holds."""
+    if not isinstance(cache, KVCache) or cache.tokens_kept == 0:
+        raise ValueError(bilingual("fit_bases needs a KVCache filled by running the model on a text.",
+                                   "fit_bases 需要一个已经把模型在文本上跑过一遍、填满了的 KVCache。"))
+    return [(fit_basis(layer.keys), fit_basis(layer.values)) for layer in cache.layers]
+
+
+class LowRankLayerCache(LayerCache):
+    """Keeps `rank` coordinates per key and value; a later query reads them rebuilt, its own chunk as computed."""
+
+    def __init__(self, key_basis: torch.Tensor, value_basis: torch.Tensor, rank: int) -> None:
+        super().__init__()
+        for name, basis in (("key_basis", key_basis), ("value_basis", value_basis)):
+            check_tensor(basis, name, ranks=(3,))  # (kv_heads, head_dim, head_dim), as fit_bases returns
+        self.rank = check_size(rank, "rank", maximum=key_basis.shape[-1])
+        self.key_basis, self.value_basis = key_basis[..., :rank], value_basis[..., :rank]  # (kv_heads, head_dim, rank)
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if window is not None:
+            raise ValueError(bilingual("A LowRankLayerCache keeps every token; it cannot be combined with a window.",
+                                       "LowRankLayerCache 保留全部词元，不能与滑动窗口一起使用。"))
+        rebuilt = [x @ basis @ basis.transpose(-2, -1) for x, basis in ((keys, self.key_basis), (values, self.value_basis))]
+        stored_keys, stored_values, positions = super().update(*rebuilt)
+        new = keys.shape[2]
+        return (torch.cat([stored_keys[:, :, :-new], keys], 2) if new else stored_keys,
+                torch.cat([stored_values[:, :, :-new], values], 2) if new else stored_values, positions)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the coordinates: 2 x kv_heads x rank x tokens x bytes per number x batch (the bases are fixed)."""
+        return 0 if self.keys is None else super().nbytes * self.rank // self.keys.shape[-1]
+
+
+def low_rank_kv_cache(bases: list[tuple[torch.Tensor, torch.Tensor]], rank: int) -> KVCache:
+    """A KVCache whose layer i keeps `rank` coordinates in bases[i] (from fit_bases)."""
+    cache = KVCache(len(bases))
+    cache.layers = [LowRankLayerCache(keys, values, rank) for keys, values in bases]
+    return cache

@@ -1,0 +1,181 @@
+"""A quantized KV cache: keys and values kept as 8-bit or 4-bit integers, one scale and offset per group (lesson 15).
+
+A group of numbers is stored as integer codes 0 .. 2**bits - 1 plus two floats: the group's
+smallest value (the offset) and the step between codes (the scale). Rounding to the nearest code
+errs by at most half a step. The choice that matters is which numbers share a group (KIVI,
+Liu et al. 2024):
+
+- keys per channel: a few channels of a key carry large values in every token (outliers), so one
+  scale per channel, over a group of `group_size` tokens, keeps each channel's range its own. Those
+  tokens must all exist first: the newest keys wait in full precision until their group is full;
+- values per token: each token's value vector is one group (or `value_group` numbers of it), since
+  the attention weights mix whole value rows.
+
+The first `keep_first` tokens may stay in full precision: lesson 13's attention sink, whose keys and
+values look like no other token's. What a query sees: everything stored before its chunk (quantized
+where it is), and its own chunk's keys and values as computed, the way a prefill attends to its
+fresh keys before storing them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..arguments import check_size
+from ..checks import bilingual, check_tensor
+from .kv_cache import KVCache, LayerCache
+
+BITS = (8, 4)
+
+
+def check_bits(bits: object) -> int:
+    """Bits per stored number: 8 or 4."""
+    if isinstance(bits, bool) or bits not in BITS:
+        raise ValueError(bilingual(f"bits must be 8 or 4, got {bits!r}.", f"bits 必须是 8 或 4，实际是 {bits!r}。"))
+    return int(bits)
+
+
+def quantize(x: torch.Tensor, bits: int, dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Integer codes (uint8, one per number), scale and offset of x, one group along `dim`: x ≈ codes * scale + offset.
+
+    The scale and offset keep `dim` with size 1, so they broadcast back over the group.
+    """
+    check_tensor(x, "x", ranks=(1, 2, 3, 4, 5))
+    bits = check_bits(bits)
+    low, high = x.amin(dim=dim, keepdim=True), x.amax(dim=dim, keepdim=True)
+    scale = (high - low) / (2**bits - 1)
+    step = torch.where(scale > 0, scale, torch.ones_like(scale))  # a constant group: every code 0, offset exact
+    codes = torch.round((x - low) / step).clamp(0, 2**bits - 1).to(torch.uint8)
+    return codes, scale, low
+
+
+def dequantize(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """The numbers the codes stand for: codes * scale + offset, in the scale's dtype."""
+    return codes.to(scale.dtype) * scale + offset
+
+
+def pack_int4(codes: torch.Tensor) -> torch.Tensor:
+    """Two 4-bit codes in one byte along the last dimension (which must be even): half the bytes."""
+    return codes[..., 0::2] | (codes[..., 1::2] << 4)
+
+
+def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
+    """The codes pack_int4 stored: low half-byte first."""
+    return torch.stack((packed & 15, packed >> 4), dim=-1).flatten(-2)
+
+
+class _Stored:
+    """One quantized block: codes (packed when 4-bit), scale and offset; `nbytes` counts all three."""
+
+    def __init__(self, x: torch.Tensor, bits: int, dim: int) -> None:
+        codes, self.scale, self.offset = quantize(x, bits, dim)
+        self.bits = bits
+        self.codes = pack_int4(codes) if bits == 4 else codes
+
+    def dequantize(self) -> torch.Tensor:
+        codes = unpack_int4(self.codes) if self.bits == 4 else self.codes
+        return dequantize(codes, self.scale, self.offset)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.codes, self.scale, self.offset))
+
+
+class QuantizedLayerCache(LayerCache):
+    """One layer's keys and values in `bits`-bit codes: keys per channel over `group_size` tokens, values per token.
+
+    A drop-in for LayerCache without a window: LlamaModel decodes with a KVCache whose layers are
+    these (see `quantized_kv_cache`). `keys`/`values` give what is stored, dequantized, in order;
+    `nbytes` counts the codes, scales, offsets and every number still kept in full precision.
+    """
+
+    def __init__(self, bits: int = 8, group_size: int = 32, value_group: int | None = None, keep_first: int = 0) -> None:
+        super().__init__()
+        self.bits = check_bits(bits)
+        self.group_size = check_size(group_size, "group_size", maximum=1 << 20)
+        self.value_group = None if value_group is None else check_size(value_group, "value_group")
+        self.keep_first = check_size(keep_first, "keep_first", minimum=0)
+        self._first: tuple[torch.Tensor, torch.Tensor] | None = None  # full-precision first tokens
+        self._key_groups: list[_Stored] = []  # each group_size tokens, quantized per channel
+        self._value_blocks: list[_Stored] = []  # each chunk's values, quantized per token
+        self._recent_keys: torch.Tensor | None = None  # keys waiting for their group to fill, full precision
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return what the new queries see (stored keys and values, then the new ones as given); then store the new ones."""
+        if window is not None:
+            raise ValueError(bilingual(
+                "A QuantizedLayerCache keeps every token; it cannot be combined with a sliding window.",
+                "QuantizedLayerCache 保留全部词元，不能与滑动窗口一起使用。"))
+        self._check(keys, values, None, 0)
+        self._check_groups(keys)
+        stored_keys, stored_values = self.keys, self.values
+        seen_keys = keys if stored_keys is None else torch.cat([stored_keys, keys], dim=2)
+        seen_values = values if stored_values is None else torch.cat([stored_values, values], dim=2)
+        self._store(keys, values)
+        if self.keys is not None:
+            self._keys = keys[:, :, :0]  # marks the cache as filled, for LayerCache's checks of later chunks
+        self.position += keys.shape[2]
+        self.positions = torch.arange(self.position, device=keys.device)
+        return seen_keys, seen_values, self.positions
+
+    def _check_groups(self, keys: torch.Tensor) -> None:
+        """4-bit codes pack in pairs, and a value group divides the head size."""
+        head_dim = keys.shape[-1]
+        group = self.value_group or head_dim
+        if head_dim % group or (self.bits == 4 and group % 2):
+            raise ValueError(bilingual(
+                f"value_group={group} must divide head_dim={head_dim} (and be even for 4-bit codes).",
+                f"value_group={group} 必须整除 head_dim={head_dim}（4 位编码时还必须是偶数）。"))
+
+    def _store(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Keep the first tokens as they are; quantize values at once and keys a full group at a time."""
+        first = max(0, min(self.keep_first - self.position, keys.shape[2]))
+        if first:
+            head = (keys[:, :, :first], values[:, :, :first])
+            self._first = head if self._first is None else tuple(torch.cat(p, dim=2) for p in zip(self._first, head))
+            keys, values = keys[:, :, first:], values[:, :, first:]
+        if keys.shape[2] == 0:
+            return
+        b, h, t, d = values.shape
+        group = self.value_group or d
+        self._value_blocks.append(_Stored(values.reshape(b, h, t, d // group, group), self.bits, dim=-1))
+        recent = keys if self._recent_keys is None else torch.cat([self._recent_keys, keys], dim=2)
+        full = recent.shape[2] // self.group_size * self.group_size
+        for start in range(0, full, self.group_size):
+            self._key_groups.append(_Stored(recent[:, :, start:start + self.group_size], self.bits, dim=2))
+        self._recent_keys = recent[:, :, full:]
+
+    @property
+    def keys(self) -> torch.Tensor | None:
+        """Every stored key as a query of a later chunk sees it: first tokens, dequantized groups, recent keys."""
+        parts = ([] if self._first is None else [self._first[0]]) + [g.dequantize() for g in self._key_groups]
+        parts += [] if self._recent_keys is None else [self._recent_keys]
+        return torch.cat(parts, dim=2) if parts else None
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        """Every stored value, dequantized, in order."""
+        parts = [] if self._first is None else [self._first[1]]
+        parts += [v.dequantize().flatten(-2) for v in self._value_blocks]
+        return torch.cat(parts, dim=2) if parts else None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: codes, scales and offsets, plus the full-precision first tokens and recent keys."""
+        full = [] if self._first is None else list(self._first)
+        full += [] if self._recent_keys is None else [self._recent_keys]
+        stored = sum(part.nbytes for part in self._key_groups + self._value_blocks)
+        return stored + sum(t.numel() * t.element_size() for t in full)
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self.nbytes
+
+
+def quantized_kv_cache(num_layers: int, bits: int = 8, group_size: int = 32, value_group: int | None = None,
+                       keep_first: int = 0) -> KVCache:
+    """A KVCache for a model of `num_layers` layers whose every layer is a QuantizedLayerCache with these settings."""
+    cache = KVCache(num_layers)
+    cache.layers = [QuantizedLayerCache(bits, group_size, value_group, keep_first) for _ in range(num_layers)]
+    return cache
