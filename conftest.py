@@ -7,6 +7,7 @@ build twice, so each file goes whole to one worker. The files that read the one 
 
 from __future__ import annotations
 
+import pytest
 from xdist.scheduler import LoadFileScheduling
 
 # Every test file that uses conftest's `chinese_run` (tests/test_ci_workflow.py checks this list).
@@ -21,5 +22,6 @@ class ByFileSharingTheChineseRun(LoadFileScheduling):
         return "chinese_run" if file in CHINESE_RUN_FILES else file
 
 
+@pytest.hookimpl(optionalhook=True)  # so that `-p no:xdist` still runs
 def pytest_xdist_make_scheduler(config, log):
     return ByFileSharingTheChineseRun(config, log)

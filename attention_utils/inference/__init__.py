@@ -5,6 +5,7 @@
 - `sliding_window`: which keys a window with attention sinks keeps; `flex_window`: the same with FlexAttention;
 - `generation`: greedy decoding with or without a cache;
 - `decode_cost`: the bytes a forward pass reads and the FLOPs it does, from the model's configuration (lesson 14);
+- `decode_profile`: a few decode steps under torch.profiler, and the share of their time in matrix products (lesson 14);
 - `quantized_cache`, `low_rank_cache`: caches that keep fewer bytes per token; `cache_quality`: what that costs (lesson 15);
 - `latent_attention`: multi-head latent attention, whose cache is one latent vector per token (lesson 15);
 - `paged_cache`: the cache in fixed pages with block tables, prefix sharing and copy-on-write (lesson 15).
