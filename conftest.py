@@ -2,10 +2,14 @@
 
 A lesson's cells share one kernel and must run in order, and a test file's module fixtures are costly to
 build twice, so each file goes whole to one worker. The files that read the one Chinese run of the series
-(the `chinese_run` fixture) go together, so that run happens once. Without `-n` nothing changes.
+(the `chinese_run` fixture) go together, so that run happens once. The longest units start first (the
+browser's Run All of every lesson, the Chinese run, then the lessons from the last), so that no worker is
+left with a long unit at the end while the other waits. Without `-n` only that order changes.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from xdist.scheduler import LoadFileScheduling
@@ -22,6 +26,23 @@ class ByFileSharingTheChineseRun(LoadFileScheduling):
         return "chinese_run" if file in CHINESE_RUN_FILES else file
 
 
+def start_order(item: pytest.Item) -> tuple[int, int]:
+    """Browser first, then the Chinese run, then the lessons from the last one, then the rest as collected."""
+    file = item.nodeid.split("::", 1)[0]
+    if file == "tests/test_browser.py":
+        return (0, 0)
+    if file in CHINESE_RUN_FILES:
+        return (1, 0)
+    if file.startswith("notebooks/") and file.endswith(".ipynb") and Path(file).name[:2].isdigit():
+        return (2, -int(Path(file).name[:2]))
+    return (3, 0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=start_order)  # stable: the cells of a lesson keep their order
+
+
 @pytest.hookimpl(optionalhook=True)  # so that `-p no:xdist` still runs
 def pytest_xdist_make_scheduler(config, log):
+    config.option.loadscopereorder = False  # keep start_order, not xdist's "most tests first"
     return ByFileSharingTheChineseRun(config, log)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -61,12 +62,17 @@ def test_windows_and_macos_install_the_readme_way_and_run_every_lesson():
     assert "attention_utils.course.publish run" in job
 
 
-def test_the_chinese_run_is_shared_by_one_worker():
-    """`make test` runs two workers; conftest.py sends every file that uses the `chinese_run` fixture to the
-    same one, so the series runs in Chinese once. A new file using it must join that list."""
+def load_root_conftest():
     spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
     root_conftest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(root_conftest)
+    return root_conftest
+
+
+def test_the_chinese_run_is_shared_by_one_worker():
+    """`make test` runs two workers; conftest.py sends every file that uses the `chinese_run` fixture to the
+    same one, so the series runs in Chinese once. A new file using it must join that list."""
+    root_conftest = load_root_conftest()
     asks_for_it = re.compile(r"^def \w+\([^)]*\bchinese_run\b", re.MULTILINE)
     users = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
                    if asks_for_it.search(path.read_text(encoding="utf-8")))
@@ -74,3 +80,19 @@ def test_the_chinese_run_is_shared_by_one_worker():
     split = root_conftest.ByFileSharingTheChineseRun._split_scope
     assert split(None, "tests/test_site.py::test_x[en]") == split(None, "tests/test_offline.py::test_y")
     assert split(None, "notebooks/01_dot_products.ipynb::Cell 3") == "notebooks/01_dot_products.ipynb"
+
+
+def test_the_longest_units_start_first():
+    """The browser test, then the Chinese run, then the lessons from the last; a lesson's cells keep their order."""
+    root_conftest = load_root_conftest()
+    collected = ["notebooks/01_dot_products.ipynb::Cell 0", "notebooks/01_dot_products.ipynb::Cell 1",
+                 "notebooks/16_fixed_size_memory.ipynb::Cell 0", "tests/test_ci_workflow.py::test_a",
+                 "tests/test_browser.py::test_b[01]", "tests/test_offline.py::test_c", "tests/test_site.py::test_d",
+                 "notebooks/16_fixed_size_memory.ipynb::Cell 1", "tests/test_browser.py::test_b[02]"]
+    items = [SimpleNamespace(nodeid=nodeid) for nodeid in collected]
+    root_conftest.pytest_collection_modifyitems(None, items)
+    assert [item.nodeid for item in items] == [
+        "tests/test_browser.py::test_b[01]", "tests/test_browser.py::test_b[02]", "tests/test_offline.py::test_c",
+        "tests/test_site.py::test_d", "notebooks/16_fixed_size_memory.ipynb::Cell 0",
+        "notebooks/16_fixed_size_memory.ipynb::Cell 1", "notebooks/01_dot_products.ipynb::Cell 0",
+        "notebooks/01_dot_products.ipynb::Cell 1", "tests/test_ci_workflow.py::test_a"]
