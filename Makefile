@@ -109,7 +109,7 @@ html: copies ## a static site of the series, offline: build/html/en/index.html, 
 figures: $(STAMP) ## regenerate the images in figures/ from code
 	$(BIN)/python -m attention_utils.course.figures
 
-bench: $(STAMP) ## benchmark attention, decoding, the real model and fixed states; writes build/bench/, figures/ (PNG and the JSON lessons 8, 9, 12, 13 and 16 read) and the README tables
+bench: $(STAMP) ## benchmark attention, decoding, the real model and fixed states; writes build/bench/, figures/ (PNG and the JSON lessons 8, 9, 12, 13, 14 and 16 read) and the README tables
 	$(BIN)/python -m attention_utils.course.bench $(BENCH_ARGS)
 
 lock: $(STAMP) ## rewrite requirements-lock.txt from what is installed in .venv

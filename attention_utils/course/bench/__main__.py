@@ -7,11 +7,12 @@
     python -m attention_utils.course.bench --same-process --check   # only redo the same-process comparison
     python -m attention_utils.course.bench --decode   # only lesson 12's decoding: KV cache, GQA, window, FlexAttention
     python -m attention_utils.course.bench --recurrent   # only lesson 16's decode step: KV cache against a fixed state
-    python -m attention_utils.course.bench --model    # only lesson 13's real model: prefill and one decode step
+    python -m attention_utils.course.bench --model    # only the real model: lesson 13's prefill and decode step, lesson 14's formats and batches
+    python -m attention_utils.course.bench --cache    # only lesson 15's caches on the real model: bytes and decode step
 
 A full run saves what the lessons and the README quote in figures/bench_results.json,
-figures/bench_kernel.json, figures/bench_decode.json, figures/bench_recurrent.json and figures/bench_model.json
-(committed), and draws every figure in
+figures/bench_kernel.json, figures/bench_decode.json, figures/bench_recurrent.json, figures/bench_model.json and
+figures/bench_cache.json (committed), and draws every figure in
 English and in Chinese.
 """
 
@@ -32,6 +33,7 @@ from .recurrent import RECURRENT_FULL, RECURRENT_QUICK
 from .recurrent_report import run_recurrent
 from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
+from .model_caches import CACHE_FULL, CACHE_QUICK, SAVED_CACHE, run_caches
 from .model_decode import MODEL_FULL, MODEL_QUICK
 from .model_report import run_model_decode
 from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
@@ -53,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(with --quick: build/bench/quick/)")
     parser.add_argument("--model", action="store_true",
                         help="only the real model's prefill and decode step (lesson 13) into figures/bench_model.json")
+    parser.add_argument("--cache", action="store_true",
+                        help="only lesson 15's caches (contiguous, paged, int8, int4) on the real model into "
+                             "figures/bench_cache.json (with --quick: build/bench/quick/)")
     parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
@@ -72,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.model:
         run_model_decode(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick, args.replot)
         print(f"model results in {out / 'model.json' if args.quick else SAVED_MODEL}; {time.perf_counter() - began:.0f} s")
+        return 0
+    if args.cache:
+        run_caches(CACHE_QUICK if args.quick else CACHE_FULL, args.threads, out, args.quick, args.replot)
+        print(f"cache results in {out / 'cache.json' if args.quick else SAVED_CACHE}; {time.perf_counter() - began:.0f} s")
         return 0
     if args.kernel:
         save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)
@@ -114,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             recurrent = run_recurrent(RECURRENT_FULL, args.threads, out, quick=False, replot=args.replot)
             results.setdefault("checks", []).extend(recurrent["checks"] if args.check else [])
             run_model_decode(MODEL_FULL, args.threads, out, quick=False, replot=args.replot)
+            run_caches(CACHE_FULL, args.threads, out, quick=False, replot=args.replot)
     print(report(results))
     print(f"results in {out}, figures in {figures}; {time.perf_counter() - began:.0f} s in all")
     return finish(results.get("checks", []))
