@@ -11,6 +11,7 @@ but each step also dequantizes what it reads, which this CPU pays for in time.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -68,8 +69,9 @@ def measure_caches(workload: CacheWorkload, threads: int) -> dict:
     except (FileNotFoundError, ImportError, ValueError) as error:
         return {"error": f"the model could not be loaded: {error}"}
     config = model.config
+    rows = cache_rows(model, workload)
     return {"model": {"num_layers": config.num_layers, "num_kv_heads": config.num_kv_heads, "head_dim": config.head_dim},
-            "rows": cache_rows(model, workload)}
+            "rows": rows, "load_average": list(os.getloadavg())}
 
 
 def cache_rows(model: torch.nn.Module, workload: CacheWorkload) -> list[dict]:
@@ -114,15 +116,20 @@ def run_caches(workload: CacheWorkload, threads: int, out: Path, quick: bool, re
 def cache_markdown(results: dict) -> str:
     """The README section: how it was measured and one row per cache kind and length, in both languages."""
     env, work = results["environment"], results["workload"]
+    load = [f"{x:.1f}" for x in results.get("load_average", [])]
+    load_en, load_zh = ", ".join(load) or "not recorded", "、".join(load) or "未记录"
     lines = [
         f"Written by `make bench` on {env['date']}: {env['cpu']}, {env['threads']} threads, torch {env['torch']}. "
         "SmolLM2-135M in float32, batch 1, one process: for each prompt length T each cache is filled with the same T "
         f"tokens, then {work['calls']} decode steps of each are timed in alternating order (medians). Bytes are what the "
-        "cache holds after the prefill.",
+        f"cache holds after the prefill. Load average at the end of the run: {load_en}. The int8, int4 and paged caches "
+        "rebuild every key and value they hold at every step (dequantize or gather), in plain torch, so their steps "
+        "grow with T.",
         "",
         f"由 `make bench` 于 {env['date']} 生成：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
         "SmolLM2-135M，float32，批大小 1，同一个进程：对每个提示词长度 T，每种缓存都先装进同样的 T 个词元，"
-        f"再交替地各计时 {work['calls']} 步解码（取中位数）。字节数是预填充之后缓存里保存的数据。",
+        f"再交替地各计时 {work['calls']} 步解码（取中位数）。字节数是预填充之后缓存里保存的数据。运行结束时的平均负载：{load_zh}。"
+        "int8、int4 和分页缓存每一步都要用普通的 torch 运算把保存的全部键和值重建一遍（反量化或收集各页），所以它们的一步解码随 T 变长。",
         "",
         "| cache / 缓存 | T | bytes per token / 每个词元的字节数 | decode step / 一步解码 (ms) |",
         "|---|---|---|---|",
