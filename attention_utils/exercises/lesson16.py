@@ -1,4 +1,5 @@
-"""Checkers for lesson 16: the bytes of a state against the bytes of a cache, and one delta-rule update by hand."""
+"""Checkers for lesson 16: the bytes of a state against the bytes of a cache, one delta-rule update by hand, and the
+recall a state can reach when it is given more pairs than it has directions."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ STATE = ((3.0, 1.0),)
 KEY = (0.6, 0.8)
 VALUE = 5.0
 BETA = 0.5
+# Exercise 3: six one-hot keys in a state with d_k = 4, so keys 5 and 6 fall on the directions of keys 1 and 2;
+# six values, each a different one-hot token. Then the general bound for d_k = 16 and N = 24.
+CROWDED_KEY_SIZE = 4
+CROWDED_DIRECTIONS = (0, 1, 2, 3, 0, 1)  # the direction e_j of each key, in writing order
+BOUND_KEY_SIZE, BOUND_PAIRS = 16, 24
+SHARE_TOLERANCE = 0.01  # 0.67 and 2/3 both count
 
 
 def _state_bytes() -> int:
@@ -112,3 +119,105 @@ def check_delta_update(new_state: object, answer_for_key: object) -> None:
              f"from the old answer {before:.2f} to the value {VALUE:g}, because β = {BETA} and ‖k‖ = 1.",
              f"S_new = [[{expected[0, 0]:.2f}, {expected[0, 1]:.2f}]]，对键 k 的回答是 {read:.2f}：正好从原来的答案 "
              f"{before:.2f} 走到值 {VALUE:g} 的一半，因为 β = {BETA}，而且 ‖k‖ = 1。")
+
+
+def _crowded_shares() -> tuple[float, float]:
+    """Share of the six keys each state answers right (its own value strictly largest in S k): delta rule, linear."""
+    keys = torch.eye(CROWDED_KEY_SIZE, dtype=torch.float64)[list(CROWDED_DIRECTIONS)]  # (N, d_k)
+    values = torch.eye(len(CROWDED_DIRECTIONS), dtype=torch.float64)  # (N, d_v): a different token each
+    linear = values.T @ keys  # Σ v kᵀ
+    delta = torch.zeros_like(linear)
+    for k, v in zip(keys, values):
+        delta = delta - torch.outer(delta @ k - v, k)  # β = 1
+    return tuple(_share_right(state, keys) for state in (delta, linear))
+
+
+def _share_right(state: torch.Tensor, keys: torch.Tensor) -> float:
+    """A key is answered right when its own token scores strictly above every other token (a tie is wrong)."""
+    reads = keys @ state.T  # (N, d_v): row i is S k_i
+    own = reads.diagonal()
+    others = reads.masked_fill(torch.eye(len(keys), dtype=torch.bool), -torch.inf).amax(dim=1)
+    return (own > others).double().mean().item()
+
+
+def _near(found: float, share: float) -> bool:
+    return abs(found - share) < SHARE_TOLERANCE
+
+
+@checker
+def check_crowded_recall(delta_share: object, linear_share: object) -> None:
+    """Exercise 3a: the share of the six questions the delta rule (β = 1) and linear attention answer right."""
+    if missing(delta_share) or missing(linear_share):
+        return
+    delta, linear = as_real_number(delta_share), as_real_number(linear_share)
+    pairs = len(CROWDED_DIRECTIONS)
+    if delta is None or linear is None:
+        return feedback(False, f"Give each share as a number between 0 and 1, for example 3 / {pairs}.",
+                        f"请把每个比例写成 0 到 1 之间的数，例如 3 / {pairs}。")
+    if delta > 1 or linear > 1:
+        return feedback(False, f"That looks like a count of questions; divide by the {pairs} questions to get a share.",
+                        f"这看起来是答对的题数；除以 {pairs} 道题才是比例。")
+    right_delta, right_linear = _crowded_shares()
+    if not _near(delta, right_delta):
+        if _near(delta, 1.0):
+            return feedback(False, f"{pairs} keys, {CROWDED_KEY_SIZE} directions: keys 1 and 5 are both e₁, so the state has "
+                            "room for one of their values only. Which one does the delta rule keep?",
+                            f"{pairs} 个键，只有 {CROWDED_KEY_SIZE} 个方向：键 1 和键 5 都是 e₁，状态只放得下它们当中一个的值。"
+                            "delta 规则留下的是哪一个？")
+        if _near(delta, right_linear):
+            return feedback(False, "That is linear attention's share. The delta rule replaces what is stored along a "
+                            "direction: after the last write, which keys read their own value?",
+                            "这是线性注意力的比例。delta 规则会替换某个方向上已存的内容：全部写完以后，哪些键读出的是自己的值？")
+        return feedback(False, "Write the six pairs one by one: the state has one column per direction e_j, and reading "
+                        "key i returns the column of its direction.",
+                        "把六个键值对逐个写进去：状态的每一列对应一个方向 e_j，读键 i 得到的就是它那个方向上的那一列。")
+    if not _near(linear, right_linear):
+        if _near(linear, right_delta):
+            return feedback(False, "The delta rule is right. Linear attention adds instead of replacing: the column for e₁ "
+                            "holds v₁ + v₅, two tokens with the same score, and a tie counts as wrong.",
+                            "delta 规则算对了。线性注意力是相加而不是替换：e₁ 那一列存的是 v₁ + v₅，两个词元得分相同，"
+                            "平局算答错。")
+        return feedback(False, "The delta rule is right. For linear attention add v kᵀ for every pair: which columns "
+                        "hold two values at once?",
+                        "delta 规则算对了。线性注意力要把每一对的 v kᵀ 都加上：哪几列同时存了两个值？")
+    kept, lost = round(right_delta * pairs), round(right_linear * pairs)
+    feedback(True, f"The delta rule answers {kept} of {pairs} = d_k / N, the most any state with {CROWDED_KEY_SIZE} directions can "
+             f"return exactly: keys 1 and 2 read the values of keys 5 and 6, which replaced theirs. Linear attention answers {lost} of {pairs}: where two keys share a direction, "
+             "both answers are lost in a tie.",
+             f"{pairs} 道题里 delta 规则答对 {kept} 道，比例正好是 d_k / N，这是只有 {CROWDED_KEY_SIZE} 个方向的状态最多能原样读出的比例："
+             "键 1 和键 2 读出的是键 5 和键 6 的值，它们原来的值被替换掉了。"
+             f"线性注意力只答对 {lost} 道：两个键共用一个方向时，两者的答案打成平局，都算答错。")
+
+
+@checker
+def check_exact_recall_bound(share: object) -> None:
+    """Exercise 3b: the largest share of N questions a state with d_k < N can answer with exactly the right value."""
+    if missing(share):
+        return
+    found = as_real_number(share)
+    expected = BOUND_KEY_SIZE / BOUND_PAIRS
+    if found is None:
+        return feedback(False, "Give the share as a number between 0 and 1.", "请把比例写成 0 到 1 之间的数。")
+    if _near(found, expected):
+        return feedback(True, f"At most {BOUND_KEY_SIZE} of the {BOUND_PAIRS} values: {expected:.2f}. Every S k is a mix of "
+                        f"the d_k = {BOUND_KEY_SIZE} columns of S, and a space of {BOUND_KEY_SIZE} dimensions holds at most "
+                        f"{BOUND_KEY_SIZE} of {BOUND_PAIRS} different one-hot vectors.",
+                        f"{BOUND_PAIRS} 个值里最多 {BOUND_KEY_SIZE} 个：{expected:.2f}。每个 S k 都是 S 的 d_k = "
+                        f"{BOUND_KEY_SIZE} 列的某种组合，而一个 {BOUND_KEY_SIZE} 维的空间最多只能容下 {BOUND_PAIRS} "
+                        f"个互不相同的独热向量中的 {BOUND_KEY_SIZE} 个。")
+    if _near(found, 1.0):
+        return feedback(False, f"There are more pairs ({BOUND_PAIRS}) than directions (d_k = {BOUND_KEY_SIZE}): S k can only "
+                        f"be a mix of the {BOUND_KEY_SIZE} columns of S.",
+                        f"键值对（{BOUND_PAIRS} 个）比方向（d_k = {BOUND_KEY_SIZE} 个）多：S k 只能是 S 的 "
+                        f"{BOUND_KEY_SIZE} 列的某种组合。")
+    if _near(found, BOUND_PAIRS / BOUND_KEY_SIZE):
+        return feedback(False, "A share cannot exceed 1: divide the values it can return by the number of pairs.",
+                        "比例不会超过 1：用能原样读出的值的个数除以键值对的个数。")
+    if _near(found, 1 - expected):
+        return feedback(False, "That is the share it must miss at least; the question asks for the share it can get right.",
+                        "这是至少要答错的比例；题目问的是最多能答对的比例。")
+    if _near(found, float(BOUND_KEY_SIZE)):
+        return feedback(False, f"{BOUND_KEY_SIZE} values at most, yes; as a share of the {BOUND_PAIRS} questions?",
+                        f"最多 {BOUND_KEY_SIZE} 个值，没错；占 {BOUND_PAIRS} 道题的比例是多少？")
+    feedback(False, "A state returns exactly at most d_k of the values; divide by N.",
+             "一个状态最多能原样读出 d_k 个值；再除以 N。")

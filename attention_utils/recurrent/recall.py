@@ -222,11 +222,20 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
 
 @torch.no_grad()
 def recall_accuracy(model: RecallModel, task: RecallTask, num_pairs: int, seed: int, batch_size: int = 500) -> float:
-    """Share of asked keys answered with the right value, on held-out sequences with `num_pairs` pairs."""
+    """Share of asked keys answered with the right value, on held-out sequences with `num_pairs` pairs.
+
+    One thread, as in training: on a busy 2-core machine a second thread waits for the first and
+    made this step ten times slower or worse.
+    """
     generator = torch.Generator().manual_seed(check_seed(seed))
     inputs, targets, scored = task.batch(batch_size, generator, num_pairs=num_pairs, held_out=True)
     model.eval()
-    predictions = model(inputs).argmax(dim=-1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        predictions = model(inputs).argmax(dim=-1)
+    finally:
+        torch.set_num_threads(threads)
     return (predictions[scored] == targets[scored]).float().mean().item()
 
 
@@ -248,11 +257,12 @@ MODEL_NAMES = {
 
 
 def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: int, pairs: tuple[int, ...],
-                models: dict[str, tuple[str, ...]] = MODELS, progress: bool = True, key_size: int | None = None) -> list[dict]:
+                models: dict[str, tuple[str, ...]] = MODELS, progress: bool = True, key_size: int | None = None,
+                batch_size: int = 64) -> list[dict]:
     """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement.
 
     key_size is d_k, the size of the queries and keys (d_model when None); the values keep d_model
-    numbers, so a fixed state holds key_size × d_model numbers.
+    numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch.
     """
     rows = []
     bar = tqdm(total=len(seeds) * len(models) * steps, desc=text("training", "训练"), disable=not progress)
@@ -261,7 +271,7 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
             for name, kinds in models.items():
                 torch.manual_seed(seed)  # the initial weights
                 model = RecallModel(task.vocab_size, d_model, kinds, key_size=key_size)
-                train_recall(model, task, steps, seed, learning_rate=1e-2, progress=bar)
+                train_recall(model, task, steps, seed, batch_size=batch_size, learning_rate=1e-2, progress=bar)
                 for num_pairs in pairs:
                     rows.append({"model": name, "seed": seed, "pairs": num_pairs, "key_size": model.layers[0].key_size,
                                  "accuracy": recall_accuracy(model, task, num_pairs, seed),
