@@ -47,6 +47,9 @@ def test_full_rank_changes_nothing_and_a_lower_rank_changes_later_chunks_only(ti
     assert (low[:, 4:] - reference[:, 4:]).abs().max() > 1e-6
     quality = cache_quality(tiny_llama, tokens, lambda: KVCache(2), reference, prefill=4, chunk=1)
     assert quality.agreement == 1.0 and quality.largest_logit_difference < 1e-10
+    assert quality.bytes_per_token == 2 * 2 * 1 * 8 * 8  # K and V x layers x key/value heads x head size x 8 bytes (float64)
+    rank_2 = cache_quality(tiny_llama, tokens, lambda: low_rank_kv_cache(bases, 2), reference, prefill=4, chunk=3)
+    assert rank_2.bytes_per_token == 2 * 2 * 1 * 2 * 8  # 2 coordinates instead of 8 numbers per key and value
 
 
 def test_bytes_and_perplexity_by_hand():

@@ -3,7 +3,8 @@
 - `kv_cache`: the cache of keys and values a decode step reads, and its size in bytes (lesson 12);
 - `grouped_query`: several query heads sharing one key/value head (GQA, MQA);
 - `sliding_window`: which keys a window with attention sinks keeps; `flex_window`: the same with FlexAttention;
-- `generation`: greedy decoding with or without a cache;
+- `generation`: greedy decoding with or without a cache; `batched_generation`: several prompts at once, left-padded (lesson 14);
+- `weight_formats`: the weights in bfloat16 or int8 with one scale per row (lesson 14);
 - `decode_cost`: the bytes a forward pass reads and the FLOPs it does, from the model's configuration (lesson 14);
 - `decode_profile`: a few decode steps under torch.profiler, and the share of their time in matrix products (lesson 14);
 - `quantized_cache`, `low_rank_cache`: caches that keep fewer bytes per token; `cache_quality`: what that costs (lesson 15);

@@ -37,18 +37,23 @@ def perplexity(logits: torch.Tensor, tokens: torch.Tensor, first: int = 0) -> fl
 
 @dataclass
 class CacheQuality:
-    """One cache's price on a text: perplexity, and against full-precision logits the top-1 agreement and largest difference."""
+    """One cache's price on a text: perplexity, and against full-precision logits the top-1 agreement and largest difference.
+
+    `bytes_per_token` is what the cache held after the whole text, divided by the tokens of the text (and the batch).
+    """
 
     perplexity: float
     agreement: float  # share of positions whose most likely next token is the full model's
     largest_logit_difference: float
+    bytes_per_token: float = 0.0
 
 
 def cache_quality(model: nn.Module, tokens: torch.Tensor, make_cache: Callable[[], KVCache], reference: torch.Tensor,
                   prefill: int, chunk: int = 1) -> CacheQuality:
     """Measure a cache kind on `tokens`; `reference` holds the full-precision logits of the same tokens."""
-    logits = logits_through_cache(model, tokens, make_cache(), prefill, chunk)
+    cache = make_cache()
+    logits = logits_through_cache(model, tokens, cache, prefill, chunk)
     scored = slice(prefill, None)  # only predictions that read the cache after the prefill
     agreement = (logits[:, scored].argmax(-1) == reference[:, scored].argmax(-1)).float().mean().item()
     difference = (logits[:, scored] - reference[:, scored]).abs().max().item()
-    return CacheQuality(perplexity(logits, tokens, prefill), agreement, difference)
+    return CacheQuality(perplexity(logits, tokens, prefill), agreement, difference, cache.nbytes / tokens.numel())

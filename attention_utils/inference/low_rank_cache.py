@@ -59,6 +59,10 @@ class LowRankLayerCache(LayerCache):
         return (torch.cat([stored_keys[:, :, :-new], keys], 2) if new else stored_keys,
                 torch.cat([stored_values[:, :, :-new], values], 2) if new else stored_values, positions)
 
+    def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """LlamaModel's checked-once path: what `update` returns (this cache stores in its own way, so no shortcut)."""
+        return self.update(keys, values)[:2]
+
     @property
     def nbytes(self) -> int:
         """Bytes of the coordinates: 2 x kv_heads x rank x tokens x bytes per number x batch (the bases are fixed)."""

@@ -179,6 +179,10 @@ class PagedLayerCache(LayerCache):
         gathered_keys, gathered_values = self.pages.gather(self.sequence)
         return gathered_keys[None], gathered_values[None], self.positions
 
+    def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """LlamaModel's checked-once path: what `update` returns (this cache stores in its own way, so no shortcut)."""
+        return self.update(keys, values)[:2]
+
     @property
     def keys(self) -> torch.Tensor | None:
         return self.pages.gather(self.sequence)[0][None] if self.position else None

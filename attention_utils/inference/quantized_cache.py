@@ -119,6 +119,10 @@ class QuantizedLayerCache(LayerCache):
         self.positions = torch.arange(self.position, device=keys.device)
         return seen_keys, seen_values, self.positions
 
+    def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """LlamaModel's checked-once path: what `update` returns (this cache stores in its own way, so no shortcut)."""
+        return self.update(keys, values)[:2]
+
     def _check_groups(self, keys: torch.Tensor) -> None:
         """4-bit codes pack in pairs, and a value group divides the head size."""
         head_dim = keys.shape[-1]

