@@ -1,5 +1,8 @@
-"""Checkers for lesson 16: the bytes of a state against the bytes of a cache, one delta-rule update by hand, and the
-recall a state can reach when it is given more pairs than it has directions."""
+"""Checkers for lesson 16: state bytes against cache bytes, a delta-rule update, recall with more pairs than directions.
+
+The three exercises: the bytes of a state against the bytes of a cache, one delta-rule update by
+hand, and the recall a state can reach when it is given more pairs than it has directions.
+"""
 
 from __future__ import annotations
 
