@@ -16,10 +16,12 @@ from unittest import mock
 
 import ipywidgets
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
 from attention_utils.explorers import widgets as explorer_frame  # noqa: E402
+from attention_utils.plotting import set_language  # noqa: E402
 
 
 def png(figure) -> bytes:
@@ -82,3 +84,11 @@ def drive(show: Callable[..., None], *args, moves: dict[str, object] | None = No
             move(control, moves or {})
             redrawn[control.description or type(control).__name__] = len(figures) > before and figures[-1] != last
     return redrawn
+
+
+@pytest.fixture(params=["en", "zh"])
+def language(request):
+    """Each explorer test once with English and once with Chinese labels (import it beside `drive`)."""
+    set_language(request.param)
+    yield request.param
+    set_language("en")

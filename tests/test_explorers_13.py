@@ -5,11 +5,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from explorer_harness import drive
+from explorer_harness import drive, language  # noqa: F401 (a fixture)
 
 from attention_utils.models import head_scores
 from attention_utils.explorers import lesson13
-from attention_utils.plotting import set_language
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -17,13 +16,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def loaded(smollm2):
     return smollm2
-
-
-@pytest.fixture(params=["en", "zh"])
-def language(request):
-    set_language(request.param)
-    yield request.param
-    set_language("en")
 
 
 def test_every_control_redraws(loaded, language):

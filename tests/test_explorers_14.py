@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import pytest
-from explorer_harness import drive
+from explorer_harness import drive, language  # noqa: F401 (a fixture)
 
 from attention_utils import results
 from attention_utils.explorers import lesson14
-from attention_utils.plotting import set_language
 
 SAVED = results.load_saved(results.SAVED_MODEL)
-
-
-@pytest.fixture(params=["en", "zh"])
-def language(request):
-    set_language(request.param)
-    yield request.param
-    set_language("en")
 
 
 def test_every_control_redraws(language):

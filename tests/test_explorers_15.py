@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import pytest
 import torch
-from explorer_harness import drive
+from explorer_harness import drive, language  # noqa: F401 (a fixture)
 
 from attention_utils.explorers import lesson15
-from attention_utils.plotting import set_language
 
 POINTS = [{"method": "full", "label": "float32", "bytes_per_token": 46080, "perplexity": 30.0},
           {"method": "quantized", "label": "int8", "bytes_per_token": 14000, "perplexity": 30.1},
           {"method": "quantized", "label": "int4", "bytes_per_token": 8500, "perplexity": 31.0},
           {"method": "low_rank", "label": "rank 16", "bytes_per_token": 11520, "perplexity": 44.0}]
-
-
-@pytest.fixture(params=["en", "zh"])
-def language(request):
-    set_language(request.param)
-    yield request.param
-    set_language("en")
 
 
 def test_the_control_redraws(language):

@@ -5,17 +5,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from explorer_harness import drive
+from explorer_harness import drive, language  # noqa: F401 (a fixture)
 
 from attention_utils.explorers import lesson16
-from attention_utils.plotting import set_language
-
-
-@pytest.fixture(params=["en", "zh"])
-def language(request):
-    set_language(request.param)
-    yield request.param
-    set_language("en")
 
 
 def test_every_control_redraws(language):
