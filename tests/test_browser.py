@@ -83,7 +83,8 @@ def run_all_cells(page) -> None:
             // a collapsed cell (a solution) shows an empty placeholder prompt instead of its number
             const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputPrompt:not(.jp-Placeholder-prompt)')];
             return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-        }""", arg=panel, timeout=900_000)  # lessons 15 and 16: about 7 min each under load here
+        }""", arg=panel, timeout=900_000,  # lessons 15 and 16: about 7 min each under load here
+        polling=1000)  # once a second is enough for a wait of minutes; Playwright's default checks at every frame
     page.wait_for_selector(f"{panel} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
 
 

@@ -4,12 +4,16 @@ The cases follow ../shared/findings/input-review.md; tests/test_contract.py gene
 """
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 import attention_utils as au
+from attention_utils.environment import threads_from_environment
 
 
 def says(error: type[Exception], call, *phrases: str) -> str:
@@ -352,3 +356,19 @@ def test_a_checker_reports_an_error_in_the_learners_language(capsys):
         choose_language("en")
     said = capsys.readouterr().out
     assert said.startswith("❌ 还不对") and "输入有 8 个词元" in said and "The input" not in said, said
+
+
+@pytest.mark.parametrize("value, expected", [("1", 1), ("3,2", 3), (" 4 ", 4), ("", 2), ("0", 2), ("abc", 2),
+                                             ("²", 2), ("-1", 2), ("2000", 2)])
+def test_default_threads_follow_omp_num_threads_when_it_is_a_usable_count(monkeypatch, value, expected):
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    assert threads_from_environment() == expected
+
+
+@pytest.mark.parametrize("value, expected", [(None, "2"), ("1", "1")])
+def test_setup_uses_one_thread_under_make_test_and_two_otherwise(value, expected):
+    """make test exports OMP_NUM_THREADS=1 to every kernel; a learner without it gets the 2 threads of the stored runs."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"} | ({"OMP_NUM_THREADS": value} if value else {})
+    code = "import torch, attention_utils as au; au.setup(); print(torch.get_num_threads())"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == expected
