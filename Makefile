@@ -87,8 +87,8 @@ lab-reset: $(STAMP) ## take the newest version of one lesson into my-lessons/ (L
 # compares the lessons once more on its plain (default) kernels. torch.compile cannot build kernels
 # under `default`, and its cache does not tell the kernel sets apart, so it gets a folder of its own.
 test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill, two CPU kernel sets), hygiene, browser
-	ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 $(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n $(TEST_WORKERS) notebooks $(PYTEST_ARGS)
+	ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 notebooks $(PYTEST_ARGS)
 
 notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
 	$(BIN)/python -m attention_utils.course.publish execute

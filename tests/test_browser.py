@@ -6,6 +6,7 @@ screenshots in build/screenshots/lab/ show Chinese text, a Chinese-labelled plot
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_utils.course.publish import lesson_paths
 from lab_server import running_lab
@@ -69,6 +71,22 @@ def wait_for_kernel(base: str, token: str, path: str) -> None:
             return
         time.sleep(0.5)
     raise AssertionError(f"no kernel started for {path} within 120 s")
+
+
+def close_lesson(page, base: str, token: str, path: str) -> None:
+    """Shut the lesson's kernel down and close its tab, so that later lessons do not share the cores and memory
+    with it (the kernels of lessons 13 and 14 hold the real model) and the browser no longer draws it."""
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}") as response:
+        sessions = [s for s in json.load(response) if s["path"] == path]
+    for session in sessions:
+        request = urllib.request.Request(f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(request).close()
+    page.click(f"#jp-main-dock-panel .lm-TabBar-tab:has-text('{Path(path).name}') .lm-TabBar-tabCloseIcon")
+    discard = page.locator(".jp-Dialog button.jp-mod-warn")  # "Discard" the outputs of the run: the lesson stays as stored
+    with contextlib.suppress(PlaywrightTimeout):
+        discard.wait_for(timeout=5_000)
+        discard.click()
+    page.locator(f"#jp-main-dock-panel .lm-TabBar-tab:has-text('{Path(path).name}')").wait_for(state="detached")
 
 
 def run_all_cells(page) -> None:
@@ -170,3 +188,4 @@ def test_lesson_runs_and_widget_redraws(page, lesson):
         cell.locator(".jp-OutputArea").scroll_into_view_if_needed()
     finally:  # a screenshot also when it fails: it shows what the learner would have seen
         page.screenshot(path=str(SCREENSHOTS / f"{lesson.stem}.png"))
+        close_lesson(page, base, token, f"notebooks/{lesson.name}")
