@@ -157,7 +157,8 @@ def test_lesson_runs_and_widget_redraws(page, lesson):
     page.goto(f"{base}/lab/tree/notebooks/{lesson.name}?token={token}")
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     panel.locator(".jp-Notebook").wait_for()
-    panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=180_000)  # a kernel start under make test took over 60 s once
+    # a kernel start took over 60 s once under make test
+    panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=180_000)
     wait_for_kernel(base, token, f"notebooks/{lesson.name}")
     if page.locator(".jp-Dialog").count():  # a slow kernel start can ask which kernel to use
         page.click(".jp-Dialog .jp-mod-accept")
