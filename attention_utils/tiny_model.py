@@ -1,7 +1,8 @@
 """A tiny attention-only model for lessons 10-12: token embeddings, positions, the package's attention, a read-out.
 
 Each layer is the package's `MultiHeadAttention` added to its input (a residual connection), so
-the only way information moves between positions is the attention maps the lesson plots.
+the only way information moves between positions is the attention maps the lesson plots. Lesson 15
+builds the same model with grouped-query or latent-attention layers, to compare caches of equal size.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def check_tokens(
 
 
 class TinyAttentionModel(nn.Module):
-    """Embeddings + positions, then `num_layers` residual MultiHeadAttention layers, then a linear read-out."""
+    """Embeddings + positions, then `num_layers` residual attention layers (MultiHeadAttention unless told), a read-out."""
 
     def __init__(
         self,
@@ -229,7 +230,7 @@ def check_layer_kind(
             bilingual(
                 f"give num_kv_heads (grouped-query layers) or latent_dim (latent-attention layers), not both; got "
                 f"num_kv_heads={shown(num_kv_heads)} and latent_dim={shown(latent_dim)}.",
-                f"num_kv_heads（分组查询注意力层）和 latent_dim（潜在注意力层）只能给一个，实际两个都给了："
+                f"num_kv_heads（分组查询注意力层）和 latent_dim（多头潜在注意力层）只能给一个，实际两个都给了："
                 f"num_kv_heads={shown(num_kv_heads, True)}，latent_dim={shown(latent_dim, True)}。",
             )
         )
@@ -252,7 +253,7 @@ def check_layer_kind(
                     f"latent_dim builds latent-attention layers without positions of their own, so positions="
                     f"'{positions}' is not available; use positions='learned', 'sinusoidal' or 'none' (rotary MLA needs "
                     "the decoupled rotary key of LatentAttention's rope_dim).",
-                    f"latent_dim 构建的潜在注意力层本身不带位置信息，所以不能用 positions='{positions}'；请用 "
+                    f"latent_dim 构建的多头潜在注意力层本身不带位置信息，所以不能用 positions='{positions}'；请用 "
                     "positions='learned'、'sinusoidal' 或 'none'（带旋转位置编码的 MLA 需要 LatentAttention 的 "
                     "rope_dim 所给的解耦旋转键）。",
                 )
