@@ -18,6 +18,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib import font_manager
+from matplotlib.axes import Axes
+from matplotlib.text import Annotation
+from matplotlib.transforms import Bbox
 
 from .checks import bilingual, check_flag, check_index, check_real, shown
 from .language import LANGUAGES, choose_language, get_language, text  # noqa: F401 (lessons import text from here)
@@ -447,3 +450,52 @@ def _check_pair(pair: object, data: torch.Tensor) -> tuple[int, int]:
                 )
             )
     return first, second
+
+
+
+# Where a point's label may go, in points from the point, tried in order: right and above, right and below,
+# left and above, left and below, then one line further out on each side.
+LABEL_OFFSETS = ((4, 3), (4, -3), (-4, 3), (-4, -3), (4, 13), (4, -13), (-4, 13), (-4, -13))
+
+
+def label_points(ax: Axes, points: Sequence[tuple[float, float]], labels: Sequence[str],
+                 fontsize: float = 8) -> list[Annotation]:
+    """Write each label beside its point (x, y in data coordinates) so that no label covers another.
+
+    Each label takes the first place of LABEL_OFFSETS where its box stays inside the axes and covers no
+    other label, no point and not the legend (draw the legend first); one that fits nowhere takes the
+    first place. The figure is laid out once first, so the boxes are measured at the axes' final size.
+    """
+    if not isinstance(ax, Axes):
+        raise TypeError(bilingual(f"ax must be a matplotlib Axes, got {type(ax).__name__}.",
+                                  f"ax 必须是 matplotlib 的 Axes，实际是 {type(ax).__name__}。"))
+    if not _listed(points) or not all(_listed(p) and len(p) == 2 and all(isinstance(v, numbers.Real) for v in p)
+                                      for p in points):
+        raise TypeError(bilingual("points must be a list of (x, y) pairs of real numbers, one per label.",
+                                  "points 必须是由实数对 (x, y) 组成的列表，每个标签一对。"))
+    labels = _check_labels(labels, len(points), "labels", "point", "点")
+    fig = ax.figure
+    fig.draw_without_rendering()  # a constrained layout settles the axes' size and the log-scale limits first
+    renderer = fig.canvas.get_renderer()
+    room = 4 * fig.dpi / 72  # half a 6-point marker, and a little space around it
+    dots = [ax.transData.transform(point) for point in points]
+    taken = [Bbox.from_extents(x - room, y - room, x + room, y + room) for x, y in dots]
+    taken += [ax.get_legend().get_window_extent(renderer)] if ax.get_legend() is not None else []
+    frame, notes = ax.get_window_extent(renderer), []
+    for index, (point, label) in enumerate(zip(points, labels)):
+        others = taken[:index] + taken[index + 1:]  # its own point does not count
+        for dx, dy in LABEL_OFFSETS:
+            note = ax.annotate(label, point, textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+                               ha="left" if dx > 0 else "right", va="bottom" if dy > 0 else "top")
+            box = note.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(other) for other in others):
+                break
+            note.remove()
+        else:  # no place is free: the first one, as before
+            note = ax.annotate(label, point, textcoords="offset points", xytext=LABEL_OFFSETS[0], fontsize=fontsize,
+                               ha="left", va="bottom")
+            box = note.get_window_extent(renderer)
+        taken.append(box)
+        notes.append(note)
+    return notes

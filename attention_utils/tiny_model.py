@@ -1,7 +1,8 @@
 """A tiny attention-only model for lessons 10-12: token embeddings, positions, the package's attention, a read-out.
 
 Each layer is the package's `MultiHeadAttention` added to its input (a residual connection), so
-the only way information moves between positions is the attention maps the lesson plots.
+the only way information moves between positions is the attention maps the lesson plots. Lesson 15
+builds the same model with grouped-query or latent-attention layers, to compare caches of equal size.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from .checks import (
 )
 from .devices import check_fits
 from .functional import future
+from .inference.grouped_query import GroupedQueryAttention, check_kv_heads
 from .inference.kv_cache import KVCache, check_model_cache
+from .inference.latent_attention import LatentAttention
 from .fused import FusedMultiHeadAttention
 from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention
 
@@ -98,7 +101,7 @@ def check_tokens(
 
 
 class TinyAttentionModel(nn.Module):
-    """Embeddings + positions, then `num_layers` residual MultiHeadAttention layers, then a linear read-out."""
+    """Embeddings + positions, then `num_layers` residual attention layers (MultiHeadAttention unless told), a read-out."""
 
     def __init__(
         self,
@@ -109,7 +112,12 @@ class TinyAttentionModel(nn.Module):
         num_layers: int = 1,
         positions: str = "learned",
         causal: bool = True,
+        *,
+        num_kv_heads: int | None = None,
+        latent_dim: int | None = None,
     ) -> None:
+        """`num_kv_heads` builds grouped-query layers (1 is MQA), `latent_dim` latent-attention layers (lesson 15);
+        neither (the default) builds MultiHeadAttention layers."""
         super().__init__()
         self.vocab_size = vocab_size = check_size(vocab_size, "vocab_size")
         self.context_length = context_length = check_size(context_length, "context_length")
@@ -127,6 +135,9 @@ class TinyAttentionModel(nn.Module):
         self.positions = positions
         causal = check_flag(causal, "causal")
         check_model_fits(vocab_size, context_length, d_model, num_layers)
+        self.num_kv_heads, self.latent_dim = check_layer_kind(num_heads, num_kv_heads, latent_dim, positions)
+        if latent_dim is not None:
+            check_fits(self.latent_dim, "latent_dim", lambda n: FLOAT_BYTES * num_layers * 3 * d_model * n)
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         if positions == "learned":
             self.position_embedding = nn.Parameter(0.1 * torch.randn(context_length, d_model))
@@ -147,11 +158,23 @@ class TinyAttentionModel(nn.Module):
         self.layers = nn.ModuleList(
             ALiBiAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
                            slopes=[ALIBI_SLOPE] * num_heads) if positions == "alibi" else
+            GroupedQueryAttention(d_model, d_model, context_length, 0.0, num_heads, num_kv_heads,
+                                  rotary_base=rotary_base) if num_kv_heads is not None else
+            LatentAttention(d_model, context_length, num_heads, d_model // num_heads, latent_dim)
+            if latent_dim is not None else
             MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads, rotary_base=rotary_base)
             for _ in range(num_layers)
         )
         self.causal = causal  # sets the layers' masks (see the property below)
         self.readout = nn.Linear(d_model, vocab_size)
+
+    @property
+    def cache_numbers_per_token(self) -> int:
+        """Numbers one layer would cache per token: keys and values of its key/value heads, or the latent (MLA)."""
+        if self.latent_dim is not None:
+            return self.latent_dim
+        layer = self.layers[0]
+        return 2 * getattr(layer, "num_kv_heads", layer.num_heads) * layer.head_dim
 
     @property
     def causal(self) -> bool:
@@ -198,6 +221,47 @@ class TinyAttentionModel(nn.Module):
         return logits.argmax(dim=-1), maps
 
 
+def check_layer_kind(
+    num_heads: int, num_kv_heads: object, latent_dim: object, positions: str
+) -> tuple[int | None, int | None]:
+    """At most one of num_kv_heads (which must divide num_heads) and latent_dim; MLA layers take no rotary or ALiBi."""
+    if num_kv_heads is not None and latent_dim is not None:
+        raise ValueError(
+            bilingual(
+                f"give num_kv_heads (grouped-query layers) or latent_dim (latent-attention layers), not both; got "
+                f"num_kv_heads={shown(num_kv_heads)} and latent_dim={shown(latent_dim)}.",
+                f"num_kv_heads（分组查询注意力层）和 latent_dim（多头潜在注意力层）只能给一个，实际两个都给了："
+                f"num_kv_heads={shown(num_kv_heads, True)}，latent_dim={shown(latent_dim, True)}。",
+            )
+        )
+    if num_kv_heads is not None:
+        if positions == "alibi":
+            raise ValueError(
+                bilingual(
+                    "num_kv_heads builds grouped-query layers, which have no ALiBi; use positions='learned', "
+                    "'sinusoidal', 'rotary' or 'none'.",
+                    "num_kv_heads 构建的是分组查询注意力层，它们没有 ALiBi；请用 positions='learned'、'sinusoidal'、"
+                    "'rotary' 或 'none'。",
+                )
+            )
+        return check_kv_heads(num_heads, num_kv_heads), None
+    if latent_dim is not None:
+        latent_dim = check_size(latent_dim, "latent_dim")
+        if positions in ("rotary", "alibi"):
+            raise ValueError(
+                bilingual(
+                    f"latent_dim builds latent-attention layers without positions of their own, so positions="
+                    f"'{positions}' is not available; use positions='learned', 'sinusoidal' or 'none' (rotary MLA needs "
+                    "the decoupled rotary key of LatentAttention's rope_dim).",
+                    f"latent_dim 构建的多头潜在注意力层本身不带位置信息，所以不能用 positions='{positions}'；请用 "
+                    "positions='learned'、'sinusoidal' 或 'none'（带旋转位置编码的 MLA 需要 LatentAttention 的 "
+                    "rope_dim 所给的解耦旋转键）。",
+                )
+            )
+        return None, latent_dim
+    return None, None
+
+
 def check_model_fits(vocab_size: int, context_length: int, d_model: int, num_layers: int) -> None:
     """Refuse sizes whose weights and masks cannot fit in memory, naming each size in turn."""
 
@@ -211,6 +275,20 @@ def check_model_fits(vocab_size: int, context_length: int, d_model: int, num_lay
     check_fits(d_model, "d_model", lambda d: model_bytes(**{**sizes, "d_model": d}))  # d_model multiplies every term
 
 
+def check_multihead(model: TinyAttentionModel, name: str) -> None:
+    """Refuse grouped-query and latent layers where each query head must own its rows of W_key and W_value."""
+    if model.num_kv_heads is not None or model.latent_dim is not None:
+        setting = "num_kv_heads" if model.num_kv_heads is not None else "latent_dim"
+        raise ValueError(
+            bilingual(
+                f"{name} needs multi-head layers, where every head has its own keys and values; this model was built "
+                f"with {setting}, so its heads share them. Build it without num_kv_heads and latent_dim.",
+                f"{name} 需要多头注意力层，每个头都有自己的键和值；这个模型创建时给了 {setting}，它的头共用键和值。"
+                "请不带 num_kv_heads 和 latent_dim 创建模型。",
+            )
+        )
+
+
 @contextmanager
 def silence_head(model: TinyAttentionModel, layer: int, head: int) -> Iterator[None]:
     """Inside the `with` block one head contributes nothing: the rows of W_value that feed it are zeros."""
@@ -221,6 +299,7 @@ def silence_head(model: TinyAttentionModel, layer: int, head: int) -> Iterator[N
                 f"silence_head 需要 TinyAttentionModel，实际是 {type(model).__name__}。",
             )
         )
+    check_multihead(model, "silence_head")
     attention = model.layers[check_index(layer, "layer", len(model.layers), "层数")]
     head = check_index(head, "head", attention.num_heads, "每层的头数")
     rows = slice(head * attention.head_dim, (head + 1) * attention.head_dim)  # this head's slice of d_out
@@ -251,6 +330,7 @@ class CachedTinyModel(nn.Module):
                     f"CachedTinyModel 复制的是 TinyAttentionModel，实际是 {type(model).__name__}。",
                 )
             )
+        check_multihead(model, "CachedTinyModel")
         if model.positions == "alibi":
             raise ValueError(
                 bilingual(

@@ -14,11 +14,13 @@ WORKSHOP = "attention_utils.course"
 # The teaching library's parts, in the order of the series: a module imports nothing from a later part.
 PARTS = ["attention_utils.inference", "attention_utils.models", "attention_utils.recurrent"]
 # The top level is what lessons 1-11 build on. Two of its modules grew inference arguments in lesson 12: the fused
-# module takes shared key/value heads, a window and a cache, and lesson 10's model takes a cache.
+# module takes shared key/value heads, a window and a cache, and lesson 10's model takes a cache (and, for lesson 15,
+# builds grouped-query or latent layers).
 TOP_LEVEL_USES_OF_INFERENCE = {
     "attention_utils.fused": {"attention_utils.inference.grouped_query", "attention_utils.inference.kv_cache",
                               "attention_utils.inference.sliding_window"},
-    "attention_utils.tiny_model": {"attention_utils.inference.kv_cache"},
+    "attention_utils.tiny_model": {"attention_utils.inference.grouped_query", "attention_utils.inference.kv_cache",
+                                   "attention_utils.inference.latent_attention"},
 }
 
 

@@ -66,3 +66,20 @@ def test_bold_chinese_logs_nothing(caplog):
     fig.canvas.draw()
     plt.close(fig)
     assert "Failed to find font" not in caplog.text
+
+
+def test_label_points_keeps_labels_apart_and_refuses_bad_input():
+    from contract_helpers import assert_contract_error
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    points = [(1.0, 1.0), (1.01, 1.0), (1.0, 1.01), (2.0, 1.0)]  # three on top of one another, one at the right edge
+    ax.plot(*zip(*points), "o")
+    notes = plotting.label_points(ax, points, ["first", "second", "third", "edge"])
+    renderer = fig.canvas.get_renderer()
+    boxes, frame = [note.get_window_extent(renderer) for note in notes], ax.get_window_extent(renderer)
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert boxes[3].x1 <= frame.x1  # the edge point's label went to its left
+    assert_contract_error(lambda: plotting.label_points(ax, points, ["one"]), "labels")
+    assert_contract_error(lambda: plotting.label_points(ax, [(1.0, "a")], ["one"]), "points")
+    assert_contract_error(lambda: plotting.label_points(None, points, ["a"] * 4), "ax")
+    plt.close(fig)

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from attention_utils import tasks, training
-from attention_utils.tiny_model import TinyAttentionModel, silence_head, sinusoidal_positions
+from attention_utils.tiny_model import CachedTinyModel, TinyAttentionModel, silence_head, sinusoidal_positions
+from contract_helpers import assert_contract_error
 
 REVERSE = tasks.ReverseTask()
 REPEAT = tasks.RepeatTask()
@@ -241,3 +242,100 @@ def test_repeat_needs_two_layers_and_learns_the_previous_token_head():
     induction = maps[1, 0, 0].argmax(-1)[7:]  # layer 1, second round on: the token after an earlier 'same token'
     assert all(tasks.decode(tokens[0, key]) == tasks.decode(tokens[0, query + 1]) for query, key in enumerate(induction, 7)
                if query + 1 < 16)
+
+
+# --- grouped-query and latent layers (lesson 15) ----------------------------------------------
+
+
+def copy_shared_weights(source: TinyAttentionModel, target: TinyAttentionModel) -> None:
+    """Embeddings, positions and read-out of `source` into `target`; the attention layers are left alone."""
+    with torch.no_grad():
+        for name in ("token_embedding.weight", "readout.weight", "readout.bias"):
+            target.get_parameter(name).copy_(source.get_parameter(name))
+        if source.position_embedding is not None:  # rotary models have no table
+            target.position_embedding.copy_(source.position_embedding)
+
+
+@pytest.mark.parametrize("positions", ["learned", "rotary"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_grouped_layers_equal_multi_head_layers_whose_heads_repeat_the_shared_rows(positions, causal):
+    """A GQA model and an MHA model whose key and value rows of heads 0, 1 are kv head 0's, of heads 2, 3 kv head 1's."""
+    torch.manual_seed(0)
+    grouped = TinyAttentionModel(16, 8, d_model=32, num_heads=4, positions=positions, causal=causal, num_kv_heads=2).double()
+    plain = TinyAttentionModel(16, 8, d_model=32, num_heads=4, positions=positions, causal=causal).double()
+    copy_shared_weights(grouped, plain)
+    g, p = grouped.layers[0], plain.layers[0]
+    with torch.no_grad():
+        for name in ("W_query", "out_proj"):
+            getattr(p, name).load_state_dict(getattr(g, name).state_dict())
+        for name in ("W_key", "W_value"):  # rows 8h .. 8h + 7 of head h come from kv head h // 2
+            rows = getattr(g, name).weight.view(2, 8, 32)
+            getattr(p, name).weight.copy_(rows[[0, 0, 1, 1]].reshape(32, 32))
+    tokens = torch.randint(0, 16, (3, 8))
+    (logits, maps), (expected_logits, expected_maps) = grouped.run(tokens), plain.run(tokens)
+    torch.testing.assert_close(logits, expected_logits, rtol=0, atol=1e-12)
+    torch.testing.assert_close(maps, expected_maps, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_latent_as_wide_as_the_model_can_be_multi_head_attention(causal):
+    """latent_dim = d_model, W_down = I, W_up_key = W_key, W_up_value = W_value: the MLA model computes MHA."""
+    torch.manual_seed(1)
+    latent = TinyAttentionModel(16, 8, d_model=32, num_heads=4, num_layers=2, causal=causal, latent_dim=32).double()
+    plain = TinyAttentionModel(16, 8, d_model=32, num_heads=4, num_layers=2, causal=causal).double()
+    copy_shared_weights(plain, latent)
+    with torch.no_grad():
+        for m, p in zip(latent.layers, plain.layers):
+            m.W_down.weight.copy_(torch.eye(32))
+            for mine, theirs in (("W_query", "W_query"), ("W_up_key", "W_key"), ("W_up_value", "W_value"),
+                                 ("out_proj", "out_proj")):
+                getattr(m, mine).load_state_dict(getattr(p, theirs).state_dict())
+    tokens = torch.randint(0, 16, (3, 8))
+    (logits, maps), (expected_logits, expected_maps) = latent.run(tokens), plain.run(tokens)
+    torch.testing.assert_close(logits, expected_logits, rtol=0, atol=1e-12)
+    torch.testing.assert_close(maps, expected_maps, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind, expected", [({}, 64), ({"num_kv_heads": 4}, 64), ({"num_kv_heads": 2}, 32),
+                                            ({"num_kv_heads": 1}, 16), ({"latent_dim": 16}, 16), ({"latent_dim": 5}, 5)])
+def test_cache_numbers_per_token_by_hand(kind, expected):
+    # 4 heads of 8: keys and values of every head 2 x 4 x 8 = 64; 2 kv heads 2 x 2 x 8 = 32; 1 kv head 16; a latent itself
+    model = TinyAttentionModel(16, 8, d_model=32, num_heads=4, **kind)
+    assert model.cache_numbers_per_token == expected
+
+
+def test_a_latent_layer_caches_what_the_model_says():
+    """The latent layer, run through a LatentCache, holds cache_numbers_per_token float32 numbers per token."""
+    from attention_utils.inference.latent_attention import LatentCache
+
+    model = TinyAttentionModel(16, 8, d_model=32, num_heads=4, latent_dim=12)
+    cache = LatentCache()
+    with torch.no_grad():
+        model.layers[0](torch.randn(2, 5, 32), cache=cache)
+    assert cache.nbytes == 2 * 5 * model.cache_numbers_per_token * 4
+
+
+@pytest.mark.parametrize("kind", [{"num_kv_heads": 1}, {"latent_dim": 16}])
+def test_grouped_and_latent_tiny_models_learn_the_reverse_task(kind):
+    torch.manual_seed(0)
+    model = TinyAttentionModel(16, 8, d_model=32, num_heads=4, causal=False, **kind)
+    losses = training.train(model, REVERSE, steps=150, seed=0, progress=False, learning_rate=1e-2).losses
+    # about ln 16 = 2.8 at the start; guessing among the sequence's own 8 tokens would still be ln 8 = 2.1
+    assert losses[0] > 2.5 and losses[-1] < 0.3
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: TinyAttentionModel(16, 8, num_heads=4, num_kv_heads=2, latent_dim=8), "latent_dim"),
+    (lambda: TinyAttentionModel(16, 8, num_heads=4, num_kv_heads=3), "num_kv_heads"),
+    (lambda: TinyAttentionModel(16, 8, num_heads=4, num_kv_heads=2, positions="alibi"), "num_kv_heads"),
+    (lambda: TinyAttentionModel(16, 8, num_heads=4, latent_dim=8, positions="rotary"), "latent_dim"),
+    (lambda: TinyAttentionModel(16, 8, latent_dim=0), "latent_dim"),
+    (lambda: TinyAttentionModel(16, 8, latent_dim=2.5), "latent_dim"),
+    (lambda: TinyAttentionModel(16, 8, latent_dim=True), "latent_dim"),
+    (lambda: TinyAttentionModel(16, 8, num_kv_heads="2"), "num_kv_heads"),
+    (lambda: TinyAttentionModel(16, 8, latent_dim=10**15), "latent_dim"),
+    (lambda: silence_head(TinyAttentionModel(16, 8, num_heads=2, num_kv_heads=1), 0, 1).__enter__(), "num_kv_heads"),
+    (lambda: CachedTinyModel(TinyAttentionModel(16, 8, latent_dim=8)), "latent_dim"),
+])
+def test_bad_layer_kinds_get_one_bilingual_refusal(call, name):
+    assert_contract_error(call, name)

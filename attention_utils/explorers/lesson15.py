@@ -12,6 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
+from ..plotting import label_points
 from .widgets import explore
 
 METHOD_NAMES = {
@@ -53,9 +54,6 @@ def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figu
             continue
         xs, ys = [p["bytes_per_token"] for p in chosen], [p["perplexity"] for p in chosen]
         ax.plot(xs, ys, marker="o", color=f"C{index}", label=text(*METHOD_NAMES[method]))
-        for p in chosen:
-            ax.annotate(p["label"], (p["bytes_per_token"], p["perplexity"]), textcoords="offset points", xytext=(4, 4),
-                        fontsize=8)
     full = [p["perplexity"] for p in points if p["method"] == "full"]
     if full:
         ax.axhline(full[0], color="grey", linestyle="--", linewidth=1)
@@ -69,7 +67,12 @@ def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figu
     ax.set(xlabel=text("cache bytes per token (all layers)", "每个词元的缓存字节数（所有层）"),
            ylabel=text("perplexity on the held-out text", "留出文本上的困惑度"))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
+    # int4 with and without the first token sit a few bytes apart: each label goes where it covers no other,
+    # in its method's colour, so the two "int4" labels say which point they belong to
+    notes = label_points(ax, [(p["bytes_per_token"], p["perplexity"]) for p in points], [p["label"] for p in points])
+    for note, p in zip(notes, points):
+        note.set_color(f"C{list(METHOD_NAMES).index(p['method'])}" if p["method"] in METHOD_NAMES else "black")
     return fig
 
 

@@ -113,7 +113,7 @@ class QuantizedLayerCache(LayerCache):
         seen_keys = keys if stored_keys is None else torch.cat([stored_keys, keys], dim=2)
         seen_values = values if stored_values is None else torch.cat([stored_values, values], dim=2)
         self._store(keys, values)
-        if self.keys is not None:
+        if self._first is not None or self._key_groups or self._recent_keys is not None:  # self.keys is not None
             self._keys = keys[:, :, :0]  # marks the cache as filled, for LayerCache's checks of later chunks
         self.position += keys.shape[2]
         self.positions = torch.arange(self.position, device=keys.device)
@@ -161,7 +161,10 @@ class QuantizedLayerCache(LayerCache):
     def values(self) -> torch.Tensor | None:
         """Every stored value, dequantized, in order."""
         parts = [] if self._first is None else [self._first[1]]
-        parts += [v.dequantize().flatten(-2) for v in self._value_blocks]
+        blocks = self._value_blocks
+        if blocks:  # the blocks' codes, scales and offsets joined along the tokens first: one dequantize, same numbers
+            codes, scale, offset = (torch.cat([getattr(v, name) for v in blocks], dim=2) for name in ("codes", "scale", "offset"))
+            parts.append(dequantize(unpack_int4(codes) if self.bits == 4 else codes, scale, offset).flatten(-2))
         return torch.cat(parts, dim=2) if parts else None
 
     @property
