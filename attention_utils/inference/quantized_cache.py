@@ -113,7 +113,8 @@ class QuantizedLayerCache(LayerCache):
         seen_keys = keys if stored_keys is None else torch.cat([stored_keys, keys], dim=2)
         seen_values = values if stored_values is None else torch.cat([stored_values, values], dim=2)
         self._store(keys, values)
-        if self._first is not None or self._key_groups or self._recent_keys is not None:  # anything stored; cheaper than dequantizing self.keys to ask
+        # anything stored? (asking self.keys would dequantize every key)
+        if self._first is not None or self._key_groups or self._recent_keys is not None:
             self._keys = keys[:, :, :0]  # marks the cache as filled, for LayerCache's checks of later chunks
         self.position += keys.shape[2]
         self.positions = torch.arange(self.position, device=keys.device)
