@@ -31,7 +31,7 @@ from ..checks import bilingual, check_flag, check_real, check_seed, check_size, 
 from ..language import text
 from ..tasks import Batch
 from ..tiny_model import check_tokens
-from ..training import masked_loss
+from ..training import masked_loss, progress_bar
 from .delta_rule import delta_rule_parallel
 from .linear_attention import feature_map, linear_attention_parallel
 
@@ -196,7 +196,7 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, learning_rate, total_steps=steps, pct_start=0.1)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: a second thread only waits, and one thread repeats exactly
-    bar = tqdm(total=steps, desc=text("training", "训练"), disable=not progress) if isinstance(progress, bool) else progress
+    bar = progress_bar(progress, steps)
     losses = []
     try:
         model.train()
@@ -265,7 +265,7 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
     numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch.
     """
     rows = []
-    bar = tqdm(total=len(seeds) * len(models) * steps, desc=text("training", "训练"), disable=not progress)
+    bar = progress_bar(progress, len(seeds) * len(models) * steps)
     try:
         for seed in seeds:
             for name, kinds in models.items():
