@@ -2,9 +2,10 @@
 
 A lesson's cells share one kernel and must run in order, and a test file's module fixtures are costly to
 build twice, so each file goes whole to one worker. The files that read the one Chinese run of the series
-(the `chinese_run` fixture) go together, so that run happens once. The longest units start first (the
-browser's Run All of every lesson, the Chinese run, then the lessons from the last), so that no worker is
-left with a long unit at the end while the other waits. Without `-n` only that order changes.
+(the `chinese_run` fixture: every lesson run in JupyterLab in Chromium) go together, so that run happens
+once. The longest units start first (the Chinese run with the browser, offline and classroom-build tests
+that read it, then the lessons from the last), so that no worker is left with a long unit at the end
+while the other waits. Without `-n` only that order changes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from xdist.scheduler import LoadFileScheduling
 
 # Every test file that uses conftest's `chinese_run` (tests/test_ci_workflow.py checks this list).
-CHINESE_RUN_FILES = ("tests/test_offline.py", "tests/test_site.py")
+CHINESE_RUN_FILES = ("tests/test_browser.py", "tests/test_offline.py", "tests/test_site.py")
 
 
 class ByFileSharingTheChineseRun(LoadFileScheduling):
@@ -27,7 +28,7 @@ class ByFileSharingTheChineseRun(LoadFileScheduling):
 
 
 def start_order(item: pytest.Item) -> tuple[int, int]:
-    """Browser first, then the Chinese run, then the lessons from the last one, then the rest as collected."""
+    """The Chinese run's files (the browser test first), then the lessons from the last one, then the rest."""
     file = item.nodeid.split("::", 1)[0]
     if file == "tests/test_browser.py":
         return (0, 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
 NO_NETWORK_PROOF = (
     "import socket\n"
     "try:\n"
@@ -43,24 +45,35 @@ def _english_unless_a_test_says_otherwise():
 
 @dataclass
 class ChineseRun:
-    """The outcome of `make run LANGUAGE=zh`: its folder, whether the network was cut off, and what it printed."""
+    """The series' one run in Chinese (tests/lab_run.py): its saved lessons, whether the network was cut off,
+    what went wrong in each lesson (None when nothing did), and what the run printed."""
 
     folder: Path
     offline: bool
     returncode: int
     output: str
+    problems: dict[str, str | None]
 
 
 @pytest.fixture(scope="session")
-def chinese_run() -> ChineseRun:
-    """Every lesson run once headlessly in Chinese (`make run LANGUAGE=zh`), in a network namespace with only
-    loopback where root and unshare allow it. The offline test and the classroom builds share this one run."""
+def chinese_run(tmp_path_factory) -> ChineseRun:
+    """Every lesson run once in Chinese in JupyterLab in Chromium (tests/lab_run.py), in a network namespace with
+    only loopback where root and unshare allow it. The browser test, the offline test and the classroom builds
+    share this one run (the root conftest.py sends their files to one worker)."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    pytest.importorskip("playwright.sync_api")
+    out = tmp_path_factory.mktemp("chinese-run")
     can_cut = os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip")
-    run = "make -s run LANGUAGE=zh"
+    run = f".venv/bin/python tests/lab_run.py {out / 'series'}"
     command = (["unshare", "--net", "sh", "-c", f'ip link set lo up && .venv/bin/python -c "{NO_NETWORK_PROOF}" && {run}']
                if can_cut else ["sh", "-c", run])
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    return ChineseRun(ROOT / "build" / "run" / "zh", bool(can_cut), result.returncode, result.stdout + result.stderr)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2400)
+    outcomes = out / "series" / "outcomes.json"
+    problems = ({name: o["problem"] for name, o in json.loads(outcomes.read_text(encoding="utf-8")).items()}
+                if outcomes.exists() else {})
+    return ChineseRun(out / "series" / "notebooks", bool(can_cut), result.returncode, result.stdout + result.stderr,
+                      problems)
 
 
 @pytest.fixture(scope="session")

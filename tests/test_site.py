@@ -110,16 +110,17 @@ def test_static_copy_keeps_figures_drops_controls():
 def built(tmp_path_factory, chinese_run) -> Path:
     """Copies, slides and site of every lesson, in a temporary folder, as `make slides html` makes them.
 
-    The Chinese copies come from the series' one run in Chinese (`make run LANGUAGE=zh`, shared with the
-    offline test): running a lesson with language="zh" and then keeping its Chinese cells gives what
-    `make copies` gives by running the Chinese copy. SITE_BUILD=build checks what `make slides html`
-    wrote into build/ instead of building anew.
+    The Chinese copies come from the series' one run in Chinese (conftest's `chinese_run`, in JupyterLab,
+    shared with the browser and offline tests): running a lesson with language="zh" and then keeping its
+    Chinese cells gives what `make copies` gives by running the Chinese copy with papermill.
+    SITE_BUILD=build checks what `make slides html` wrote into build/ instead of building anew.
     """
     for kind in ("slides", "html"):
         shutil.rmtree(SCREENSHOTS / kind, ignore_errors=True)
     if os.environ.get("SITE_BUILD"):
         return Path(os.environ["SITE_BUILD"]).resolve()
     assert chinese_run.returncode == 0, chinese_run.output[-6000:]
+    assert len(chinese_run.problems) == len(LESSONS), chinese_run.output[-6000:]
     build = tmp_path_factory.mktemp("build")
     write_copies(build, ROOT / "notebooks")
     for path in lesson_paths(chinese_run.folder):
