@@ -17,7 +17,7 @@ import copy
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_tensor
+from ..checks import bilingual, cannot_read, check_tensor, shown
 
 FORMATS = ("float32", "bfloat16", "int8")
 COMPUTE = (torch.float32, torch.bfloat16)
@@ -27,7 +27,11 @@ def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """int8 values (rows, cols) and one float32 scale per row: s = max |row| / 127 (1 for a row of zeros)."""
     check_tensor(weight, "weight", ranks=(2,))
     weight = weight.float()
-    scale = weight.abs().amax(dim=1) / 127  # (rows,)
+    if weight.dtype != torch.float32 or not (cannot_read(weight) or bool(torch.isfinite(weight).all())):
+        raise ValueError(bilingual(f"`weight` holds values beyond float32's range ({shown(weight)}); scale it down first.",
+                                   f"`weight` 里有超出 float32 表示范围的值（{shown(weight, True)}）；请先把它缩小。"))
+    # (rows,): the largest |w| of each row (a row of no columns has none: 0, so its scale is 1)
+    scale = weight.abs().amax(dim=1) / 127 if weight.shape[1] else weight.new_zeros(weight.shape[0])
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # a row of zeros stays zeros
     return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
 
@@ -52,9 +56,11 @@ class Int8Linear(nn.Module):
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
         if not isinstance(linear, nn.Linear) or linear.bias is not None:
+            with_bias_en, with_bias_zh = (" with a bias", "（带偏置）") if isinstance(linear, nn.Linear) else ("", "")
             raise TypeError(bilingual(
-                f"Int8Linear takes an nn.Linear without bias, got {type(linear).__name__}.",
-                f"Int8Linear 只接受不带偏置的 nn.Linear，实际是 {type(linear).__name__}。"))
+                f"linear must be an nn.Linear without bias (Int8Linear stores no bias), got {type(linear).__name__}"
+                f"{with_bias_en}.",
+                f"linear 必须是不带偏置的 nn.Linear（Int8Linear 不保存偏置），实际是 {type(linear).__name__}{with_bias_zh}。"))
         values, scale = quantize_rows(linear.weight.detach())
         self.register_buffer("values", values)  # (out, in) int8
         self.register_buffer("scale", scale.to(linear.weight.dtype))  # (out,) in the dtype the layer computes in
@@ -71,6 +77,12 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., in) times the int8 rows, each scaled: torch's int8 weight kernel, in the compute dtype (x's)."""
+        # the kind and size of x only: a model that reads these layers checks its own input and result once
+        if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE or x.dim() == 0 or x.shape[-1] != self.in_features:
+            wrong_kind = not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE
+            raise (TypeError if wrong_kind else ValueError)(bilingual(
+                f"x must be a float32 or bfloat16 tensor (..., {self.in_features}), got {shown(x)}.",
+                f"x 必须是 float32 或 bfloat16 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
         flat = x.reshape(-1, self.in_features)
         out = torch._weight_int8pack_mm(flat, self.values, self.scale.to(x.dtype))  # (N, out)
         return out.reshape(*x.shape[:-1], self.out_features)
@@ -93,6 +105,13 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
             f"model must be a torch module (lesson 13's LlamaModel), got {type(model).__name__}.",
             f"model 必须是 torch 模块（第 13 课的 LlamaModel），实际是 {type(model).__name__}。"))
     compute = torch.bfloat16 if compute is None and format != "float32" else compute or torch.float32
+    biased = next((name for name, m in model.named_modules() if isinstance(m, nn.Linear) and m.bias is not None), None)
+    if format == "int8" and biased is not None:
+        raise ValueError(bilingual(
+            f"model has a linear layer with a bias ({biased}); int8 here stores linear layers without bias, as lesson 13's "
+            "LlamaModel has: convert this model to 'bfloat16' instead.",
+            f"model 里有带偏置的线性层（{biased}）；这里的 int8 只保存不带偏置的线性层（第 13 课的 LlamaModel 就是这样）："
+            "请把这个模型转成 'bfloat16'。"))
     if compute not in COMPUTE or (format != "int8" and compute != getattr(torch, format)):
         raise ValueError(bilingual(
             f"compute must be torch.float32 or torch.bfloat16 (and only int8 may differ from its format), got {compute}.",
