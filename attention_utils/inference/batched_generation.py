@@ -13,13 +13,16 @@ that returns logits (batch, T, vocab): lesson 13's LlamaModel.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..checks import bilingual, check_size
+from .generation import check_reach, stated_sizes
 from .kv_cache import KVCache
 
 
@@ -46,6 +49,8 @@ def check_prompts(prompts: object) -> list[list[int]]:
             f"prompts 必须是非空的列表，每个元素是一个提示词的词元编号列表，{hint_zh}；实际是 {type(prompts).__name__}。"))
     checked = []
     for index, prompt in enumerate(prompts):
+        if isinstance(prompt, np.ndarray) and prompt.dtype.kind in "iu":  # numpy ids count, as everywhere
+            prompt = torch.from_numpy(prompt.astype(np.int64))
         if isinstance(prompt, torch.Tensor):
             if prompt.dim() != 1 or prompt.dtype not in (torch.int64, torch.int32):
                 raise TypeError(bilingual(
@@ -83,19 +88,26 @@ def generate_batch(
     model never reads it: the padding mask hides it).
     """
     new_tokens = check_size(new_tokens, "new_tokens", minimum=0)
-    if not isinstance(model, nn.Module):
+    if not isinstance(model, nn.Module) or not _takes(model, "cache", "padding_mask"):
         raise TypeError(bilingual(
-            f"model must be a torch module called as model(tokens, cache=..., padding_mask=...), got {type(model).__name__}.",
-            f"model 必须是可以这样调用的 torch 模块：model(tokens, cache=..., padding_mask=...)，实际是 {type(model).__name__}。"))
+            f"model must be a torch module called as model(tokens, cache=..., padding_mask=...), like lesson 13's "
+            f"LlamaModel, got {type(model).__name__}.",
+            f"model 必须是可以这样调用的 torch 模块：model(tokens, cache=..., padding_mask=...)，例如第 13 课的 LlamaModel，"
+            f"实际是 {type(model).__name__}。"))
     if not isinstance(cache, KVCache) or cache.position != 0:
         raise ValueError(bilingual(
             "cache must be a new, empty KVCache(num_layers): batched decoding always uses one.",
             "cache 必须是一个新的、空的 KVCache(num_layers)：批量解码总要用到缓存。"))
     tokens, padding = left_pad(prompts, pad_id)
+    _check_vocabulary(model, tokens, padding, pad_id)
+    check_reach(model, tokens.shape[1], new_tokens)  # refused before the first step, as generate does
     was_training = model.training
     model.eval()
     chosen_from = []
     try:
+        if not new_tokens:  # nothing to generate: the logits still have the vocabulary's width
+            vocab = stated_sizes(model)[1] or model(tokens, padding_mask=padding).shape[-1]
+            return BatchedGeneration(tokens, padding, torch.empty(tokens.shape[0], 0, vocab))
         step_input, mask = tokens, padding
         for _ in range(new_tokens):
             logits = model(step_input, cache=cache, padding_mask=mask)[:, -1]  # (batch, vocab)
@@ -104,5 +116,27 @@ def generate_batch(
             tokens = torch.cat([tokens, step_input], dim=1)
     finally:
         model.train(was_training)
-    scored = torch.stack(chosen_from, dim=1) if chosen_from else torch.empty(tokens.shape[0], 0, 0)
-    return BatchedGeneration(tokens, padding, scored)
+    return BatchedGeneration(tokens, padding, torch.stack(chosen_from, dim=1))
+
+
+def _takes(model: nn.Module, *names: str) -> bool:
+    """True when model(...) accepts these keyword arguments (or any keyword at all)."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # no signature to read: let the call tell
+        return True
+    return any(p.kind is p.VAR_KEYWORD for p in parameters.values()) or all(name in parameters for name in names)
+
+
+def _check_vocabulary(model: nn.Module, tokens: torch.Tensor, padding: torch.Tensor, pad_id: int) -> None:
+    """Every prompt's ids and pad_id below the vocabulary size the model states (`model.config.vocab_size`)."""
+    vocab = stated_sizes(model)[1]
+    if vocab is None:
+        return
+    largest = int(tokens[~padding].max())
+    for name, value in (("prompts", largest), ("pad_id", pad_id if padding.any() else 0)):
+        if value >= vocab:
+            raise ValueError(bilingual(
+                f"{name} holds the token id {value}, but the model's vocabulary has ids 0 to {vocab - 1}; "
+                "encode the prompts with this model's tokenizer.",
+                f"{name} 里有词元编号 {value}，而模型的词表只有 0 到 {vocab - 1}；请用这个模型的分词器来编码提示词。"))
