@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_real, check_tensor
-from .linear_attention import check_qkv
+from ..checks import bilingual, check_flag, check_real, check_tensor
+from .linear_attention import check_qkv, check_scores_fit
 
 
 def _check_rates(rates: object, name: str, queries: torch.Tensor, low_open: bool) -> torch.Tensor:
-    """β or α: a finite tensor (..., T) matching the queries, or a number for every token; within its range."""
-    if isinstance(rates, (int, float)) and not isinstance(rates, bool):
-        rates = torch.full(queries.shape[:-1], float(rates), dtype=queries.dtype, device=queries.device)
+    """β or α: a finite tensor (..., T) matching the queries, or a number for every token; within its range.
+
+    A number may be a Python, numpy or 0-d torch number, as everywhere in the package.
+    """
+    if not isinstance(rates, torch.Tensor) or rates.dim() == 0:
+        rate = check_real(rates, name, "0.5")
+        rates = torch.full(queries.shape[:-1], rate, dtype=queries.dtype, device=queries.device)
     rates = check_tensor(rates, name, ranks=(1, 2, 3))
     check_tensor(queries, "queries", ranks=(2, 3, 4))
     if rates.shape != queries.shape[:-1] or rates.dtype != queries.dtype or rates.device != queries.device:
@@ -69,6 +73,18 @@ def delta_rule_step(
     value = check_tensor(value, "value", ranks=(1, 2, 3), last_dim=state.shape[-2], last_name="d_v")
     beta = _check_step_rate(beta, "beta", state, low_open=False)
     decay = _check_step_rate(decay, "decay", state, low_open=True)
+    lead = state.shape[:-2]  # one state per leading index: the others must broadcast to these sizes, not beyond
+    for name, shape in (("key", key.shape[:-1]), ("value", value.shape[:-1]), ("beta", beta.shape), ("decay", decay.shape)):
+        try:
+            fits = torch.broadcast_shapes(shape, lead) == lead
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(bilingual(
+                f"`{name}` has leading sizes {tuple(shape)}, but the state {tuple(state.shape)} holds {tuple(lead)} "
+                "states: give one per state (or one for all).",
+                f"`{name}` 的前几维是 {tuple(shape)}，而 state {tuple(state.shape)} 里有 {tuple(lead)} 个状态："
+                "请每个状态给一个（或者所有状态共用一个）。"))
     return _step(state, key, value, beta, decay)
 
 
@@ -108,6 +124,7 @@ def delta_rule_recurrent(
     With `return_state=True`, also the final state (..., d_v, d_k).
     """
     queries, keys, values, beta, decay = _check_all(queries, keys, values, beta, decay)
+    return_state = check_flag(return_state, "return_state")
     *lead, length, d_k = queries.shape
     state = queries.new_zeros(*lead, values.shape[-1], d_k)
     ones = torch.ones(lead, dtype=queries.dtype, device=queries.device)
@@ -135,6 +152,7 @@ def delta_rule_parallel(
     """
     queries, keys, values, beta, decay = _check_all(queries, keys, values, beta, decay)
     length = queries.shape[-2]
+    check_scores_fit(queries)
     if length == 0:
         return values.new_zeros(values.shape)
     later = torch.ones(length, length, dtype=torch.bool, device=queries.device).tril()  # i <= t

@@ -23,6 +23,7 @@ import torch
 from torch.nn import functional as F
 
 from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
+from ..devices import check_fits
 
 RANKS = (2, 3, 4)  # (T, d), (batch, T, d) or (batch, heads, T, d)
 
@@ -60,6 +61,12 @@ def check_qkv(queries: object, keys: object, values: object) -> tuple[torch.Tens
     return queries, keys, values
 
 
+def check_scores_fit(queries: torch.Tensor) -> None:
+    """The (..., T, T) matrix a parallel form builds must fit in memory: refuse a T it cannot hold, before allocating."""
+    length, matrices = queries.shape[-2], queries.shape[:-2].numel()
+    check_fits(length, "num_tokens", lambda t: 2 * matrices * t * t * queries.element_size(), queries.device)
+
+
 def _check_features(queries: torch.Tensor, keys: torch.Tensor) -> None:
     """With normalize=True the normalizer must not change sign: features from a positive map."""
     for name, x in (("queries", queries), ("keys", keys)):
@@ -92,6 +99,7 @@ def linear_attention_parallel(
 ) -> torch.Tensor:
     """All outputs at once: the (T, T) matrix of φ(q)·φ(k), future hidden by zeros (no softmax), times the values."""
     queries, keys, values = _prepare(queries, keys, values, normalize)
+    check_scores_fit(queries)
     scores = queries @ keys.transpose(-2, -1)  # (..., T, T)
     scores = torch.tril(scores)  # a causal model: the future counts 0 (there is no softmax to hide it with -inf)
     out = scores @ values  # (..., T, d_v)
