@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from ..checks import bilingual, check_index, check_tensor, shown
 from ..language import text
 from ..plotting import label_points
 from .widgets import explore
@@ -26,6 +27,7 @@ METHOD_NAMES = {
 
 def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
     """The largest |key| of each channel over the tokens, (kv_heads, head_dim), from keys (1, kv_heads, T, head_dim)."""
+    check_tensor(keys, "keys", ranks=(4,))
     return keys[0].abs().amax(dim=1)
 
 
@@ -47,6 +49,12 @@ def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
 
 def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figure:
     """Perplexity against cache bytes per token (log scale), one colour per method; `highlight` rings one point."""
+    fields = ("method", "label", "bytes_per_token", "perplexity")
+    if not isinstance(points, (list, tuple)) or not all(isinstance(p, dict) and set(fields) <= p.keys() for p in points):
+        raise TypeError(bilingual(f"points must be a list of dicts with the keys {', '.join(fields)}, got {shown(points)}.",
+                                  f"points 必须是字典列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+    if highlight is not None:
+        highlight = check_index(highlight, "highlight", len(points), "点数")
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     for index, method in enumerate(METHOD_NAMES):
         chosen = sorted((p for p in points if p["method"] == method), key=lambda p: p["bytes_per_token"])

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from ..checks import check_size
 from ..language import table, text
 from ..recurrent.delta_rule import delta_rule_step
 from ..recurrent.recall import MODEL_NAMES
@@ -29,6 +30,7 @@ def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.
 
     The pool's first min(POOL, key_size) keys are orthonormal; any others are random unit vectors.
     """
+    num_pairs, key_size = check_size(num_pairs, "num_pairs", minimum=0, maximum=1000), check_size(key_size, "key_size", maximum=1000)
     generator = torch.Generator().manual_seed(seed)
     basis = torch.linalg.qr(torch.randn(key_size, key_size, generator=generator, dtype=torch.float64)).Q
     extra = torch.randn(max(0, POOL - key_size), key_size, generator=generator, dtype=torch.float64)
@@ -67,7 +69,7 @@ def recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> t
 def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
     """Both states as heatmaps, and for each key seen so far the error ‖S k − v‖ against its latest value."""
     keys, values, ids = recall_example(num_pairs, key_size)
-    written = min(written, num_pairs)
+    written = min(check_size(written, "written", minimum=0), num_pairs)
     states = states_after(keys, values, written)
     seen_keys, seen_values = latest(keys, values, ids, written)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), width_ratios=(1, 1, 1.6), layout="constrained")
