@@ -91,6 +91,14 @@ Generation (`generate`): `model` a torch module returning logits (batch, T, voca
     `model.context_length`; 10,000 when the model states none), refused before the first step,
     so no call runs for minutes and then fails. 0 new tokens give logits (batch, 0, vocab). A
     cache is a new, empty KVCache; adding 0 tokens to a cache is allowed and changes nothing.
+    generate_batch checks the same before its first step, and that every prompt id and `pad_id`
+    lie below the model's vocab_size; logits_through_cache also takes only a new, empty cache.
+Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for 4 bits); `rank` at
+    most head_dim; the keys given to a cache have its kv_heads and head_dim; a pool of pages
+    (`num_pages` x `page_size` x ...) must fit in memory; `sequence` is an id that new_sequence or
+    fork returned; the queries of paged_attention are the sequence's last tokens (at most its
+    length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
+    cannot fit in memory, before allocating it.
 New modules (lessons 14 on): every public function, class and method follows this contract from
     its first commit: it checks its arguments with the helpers here (check_tensor, check_size,
     check_seed, check_index, check_flag, check_real, check_device, ...) before any work, bounds
