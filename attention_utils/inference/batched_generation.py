@@ -13,7 +13,6 @@ that returns logits (batch, T, vocab): lesson 13's LlamaModel.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,8 +21,11 @@ import torch
 from torch import nn
 
 from ..checks import bilingual, check_size
-from .generation import check_reach, stated_sizes
+from .generation import check_reach, stated_sizes, takes_keywords
 from .kv_cache import KVCache
+
+
+LARGEST_ID = 2**63 - 1  # token ids are int64
 
 
 @dataclass
@@ -61,14 +63,23 @@ def check_prompts(prompts: object) -> list[list[int]]:
             raise ValueError(bilingual(
                 f"prompts[{index}] must be a non-empty list of token ids, got {prompt!r:.60}; encode the text first, {hint_en}.",
                 f"prompts[{index}] 必须是非空的词元编号列表，实际是 {prompt!r:.60}；请先把文字编码，{hint_zh}。"))
-        checked.append([check_size(token, f"prompts[{index}] token", minimum=0) for token in prompt])
+        checked.append([_check_id(token, f"prompts[{index}] token") for token in prompt])
     return checked
+
+
+def _check_id(value: object, name: str) -> int:
+    """A token id: an integer from 0 to 2**63 - 1, what an int64 tensor holds."""
+    value = check_size(value, name, minimum=0)
+    if value > LARGEST_ID:
+        raise ValueError(bilingual(f"{name} must be a token id of at most 2**63 - 1 (int64), got {value}.",
+                                   f"{name} 必须是不超过 2**63 - 1（int64）的词元编号，实际是 {value}。"))
+    return value
 
 
 def left_pad(prompts: object, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Token ids (batch, longest) with each prompt at the right end, and the padding mask (True = padding)."""
     prompts = check_prompts(prompts)
-    pad_id = check_size(pad_id, "pad_id", minimum=0)
+    pad_id = _check_id(pad_id, "pad_id")
     longest = max(len(prompt) for prompt in prompts)
     tokens = torch.full((len(prompts), longest), pad_id, dtype=torch.long)
     padding = torch.ones(len(prompts), longest, dtype=torch.bool)
@@ -88,7 +99,7 @@ def generate_batch(
     model never reads it: the padding mask hides it).
     """
     new_tokens = check_size(new_tokens, "new_tokens", minimum=0)
-    if not isinstance(model, nn.Module) or not _takes(model, "cache", "padding_mask"):
+    if not isinstance(model, nn.Module) or not takes_keywords(model, "cache", "padding_mask"):
         raise TypeError(bilingual(
             f"model must be a torch module called as model(tokens, cache=..., padding_mask=...), like lesson 13's "
             f"LlamaModel, got {type(model).__name__}.",
@@ -117,15 +128,6 @@ def generate_batch(
     finally:
         model.train(was_training)
     return BatchedGeneration(tokens, padding, torch.stack(chosen_from, dim=1))
-
-
-def _takes(model: nn.Module, *names: str) -> bool:
-    """True when model(...) accepts these keyword arguments (or any keyword at all)."""
-    try:
-        parameters = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):  # no signature to read: let the call tell
-        return True
-    return any(p.kind is p.VAR_KEYWORD for p in parameters.values()) or all(name in parameters for name in names)
 
 
 def _check_vocabulary(model: nn.Module, tokens: torch.Tensor, padding: torch.Tensor, pad_id: int) -> None:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..checks import bilingual, check_size, check_tensor, shown
-from .generation import check_prompt
+from .generation import check_prompt, takes_keywords
 from .kv_cache import KVCache
 
 
@@ -22,7 +22,7 @@ from .kv_cache import KVCache
 def logits_through_cache(model: nn.Module, tokens: torch.Tensor, cache: KVCache, prefill: int,
                          chunk: int = 1) -> torch.Tensor:
     """Logits (b, T, vocab) for tokens (b, T): the first `prefill` in one call, then `chunk` tokens per call."""
-    if not isinstance(model, nn.Module):
+    if not isinstance(model, nn.Module) or not takes_keywords(model, "cache"):
         raise TypeError(bilingual(f"model must be a torch module called as model(tokens, cache=cache), got {shown(model)}.",
                                   f"model 必须是可以这样调用的 torch 模块：model(tokens, cache=cache)，实际是 {shown(model, True)}。"))
     check_prompt(tokens, "tokens")

@@ -68,7 +68,7 @@ def profile_calls(call: Callable[[], object], repeats: int = 3) -> EventList:
 def _takes_no_arguments(call: Callable) -> bool:
     """False when calling `call()` would fail for want of an argument (True where Python cannot tell)."""
     try:
-        inspect.signature(call).bind()
+        inspect.signature(call.forward if isinstance(call, torch.nn.Module) else call).bind()
     except TypeError:
         return False
     except ValueError:  # some built-ins have no signature to read

@@ -6,6 +6,7 @@ returns logits (batch, T, vocab): the tiny model of lessons 10-12 and the real o
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -94,6 +95,15 @@ def check_prompt(prompt: object, name: str = "prompt") -> torch.Tensor:
             )
         )
     return prompt
+
+
+def takes_keywords(model: nn.Module, *names: str) -> bool:
+    """True when model(...) accepts these keyword arguments (or any keyword at all): a cache, a padding mask."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # no signature to read: let the call tell
+        return True
+    return any(p.kind is p.VAR_KEYWORD for p in parameters.values()) or all(name in parameters for name in names)
 
 
 def stated_sizes(model: nn.Module) -> tuple[int | None, int | None]:
