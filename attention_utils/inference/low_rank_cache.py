@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import bilingual, check_size, check_tensor, shown
+from ..devices import check_fits
 from .kv_cache import KVCache, LayerCache
 
 
@@ -26,6 +27,8 @@ def fit_basis(vectors: torch.Tensor) -> torch.Tensor:
     """
     check_tensor(vectors, "vectors", ranks=(4,))
     rows = vectors.transpose(0, 1).flatten(1, 2)  # (kv_heads, b * T, head_dim)
+    # full_matrices also builds U, (b * T) x (b * T) numbers in float64 per head: refuse more vectors than that fits
+    check_fits(rows.shape[1], "vectors' b * T", lambda n: 8 * rows.shape[0] * n * n, vectors.device)
     return torch.linalg.svd(rows.double(), full_matrices=True).Vh.transpose(1, 2).to(vectors.dtype)
 
 
@@ -56,7 +59,7 @@ class LowRankLayerCache(LayerCache):
             raise ValueError(bilingual(
                 f"rank={self.rank} must be at most head_dim={key_basis.shape[-1]}: a basis has that many directions.",
                 f"rank={self.rank} 不能超过 head_dim={key_basis.shape[-1]}：基里只有这么多个方向。"))
-        self.key_basis, self.value_basis = key_basis[..., :rank], value_basis[..., :rank]  # (kv_heads, head_dim, rank)
+        self.key_basis, self.value_basis = key_basis[..., :self.rank], value_basis[..., :self.rank]  # (kv_heads, head_dim, rank)
 
     def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -74,6 +77,12 @@ class LowRankLayerCache(LayerCache):
         """Keys and values (b, kv_heads, T, head_dim) with the bases' kv_heads and head_dim."""
         self._check(keys, values, None, 0)
         heads, head_dim = self.key_basis.shape[:2]
+        if (keys.dtype, keys.device) != (self.key_basis.dtype, self.key_basis.device):
+            raise TypeError(bilingual(
+                f"keys are {keys.dtype} on {keys.device} but the bases are {self.key_basis.dtype} on "
+                f"{self.key_basis.device}; fit the bases on this model's cache, or convert them with .to(keys.dtype).",
+                f"keys 的类型是 {keys.dtype}、在 {keys.device} 上，而基的类型是 {self.key_basis.dtype}、在 "
+                f"{self.key_basis.device} 上；请用这个模型的缓存拟合基，或用 .to(keys.dtype) 转换。"))
         if (keys.shape[1], keys.shape[3]) != (heads, head_dim):
             raise ValueError(bilingual(
                 f"keys {tuple(keys.shape)} must have kv_heads={heads} and head_dim={head_dim}, as the bases were fitted; "
