@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import bilingual, check_flag, check_real, check_tensor
-from .linear_attention import check_qkv, check_scores_fit
+from .linear_attention import check_qkv, check_scores_fit, check_steps
 
 
 def _check_rates(rates: object, name: str, queries: torch.Tensor, low_open: bool) -> torch.Tensor:
@@ -126,6 +126,8 @@ def delta_rule_recurrent(
     queries, keys, values, beta, decay = _check_all(queries, keys, values, beta, decay)
     return_state = check_flag(return_state, "return_state")
     *lead, length, d_k = queries.shape
+    check_steps(length, f"queries of {length:,} tokens", f"{length:,} 个词元的 queries",
+                "use delta_rule_parallel for long inputs", "长输入请用 delta_rule_parallel")
     state = queries.new_zeros(*lead, values.shape[-1], d_k)
     ones = torch.ones(lead, dtype=queries.dtype, device=queries.device)
     outputs = []

@@ -26,6 +26,7 @@ from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_
 from ..devices import check_fits
 
 RANKS = (2, 3, 4)  # (T, d), (batch, T, d) or (batch, heads, T, d)
+MOST_STEPS = 100_000  # a recurrent form takes one Python step per token (or chunk), about 30-50 µs each: a few seconds
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -59,6 +60,15 @@ def check_qkv(queries: object, keys: object, values: object) -> tuple[torch.Tens
                 )
             )
     return queries, keys, values
+
+
+def check_steps(steps: int, what_en: str, what_zh: str, fix_en: str, fix_zh: str) -> None:
+    """A form that loops in Python over tokens or chunks takes at most MOST_STEPS steps, so a slip never runs for minutes."""
+    if steps > MOST_STEPS:
+        raise ValueError(bilingual(
+            f"{what_en} gives {steps:,} steps of a Python loop, at most {MOST_STEPS:,} here (each takes tens of "
+            f"microseconds); {fix_en}.",
+            f"{what_zh}要在 Python 循环里走 {steps:,} 步，这里最多 {MOST_STEPS:,} 步（每步要几十微秒）；{fix_zh}。"))
 
 
 def check_scores_fit(queries: torch.Tensor) -> None:
@@ -112,6 +122,8 @@ def linear_attention_recurrent(
     """Token by token: add v_t φ(k_t)ᵀ to the d_v × d_k state, then read it with φ(q_t). Memory does not grow with T."""
     queries, keys, values = _prepare(queries, keys, values, normalize)
     *lead, length, d_k = queries.shape
+    check_steps(length, f"queries of {length:,} tokens", f"{length:,} 个词元的 queries",
+                "use linear_attention_chunked for long inputs", "长输入请用 linear_attention_chunked")
     state = queries.new_zeros(*lead, values.shape[-1], d_k)  # S: one d_v x d_k matrix, whatever T is
     key_sum = queries.new_zeros(*lead, d_k)  # z = Σ φ(k_i), only for the normalizer
     outputs = []
@@ -136,6 +148,8 @@ def linear_attention_chunked(
     queries, keys, values = _prepare(queries, keys, values, normalize)
     chunk_size = check_size(chunk_size, "chunk_size")
     *lead, length, d_k = queries.shape
+    check_steps(-(-length // chunk_size), f"chunk_size={chunk_size} over {length:,} tokens",
+                f"chunk_size={chunk_size} 对 {length:,} 个词元", "choose a larger chunk_size", "请把 chunk_size 设大一些")
     state = queries.new_zeros(*lead, values.shape[-1], d_k)
     key_sum = queries.new_zeros(*lead, 1, d_k)
     outputs = []
