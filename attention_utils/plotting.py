@@ -478,6 +478,7 @@ def label_points(ax: Axes, points: Sequence[tuple[float, float]], labels: Sequen
         raise ValueError(bilingual("points must be finite: a point at NaN or inf has no place on the axes; leave it out.",
                                    "points 必须是有限的数：NaN 或 inf 的点在坐标轴上没有位置；请把它去掉。"))
     labels = _check_labels(labels, len(points), "labels", "point", "点")
+    fontsize = check_real(fontsize, "fontsize", "8", positive=True)
     if labels is None:
         raise TypeError(bilingual("labels must be a list with one label per point, got None.",
                                   "labels 必须是列表，每个点一个标签，实际是 None。"))

@@ -11,6 +11,8 @@ import math
 import statistics
 from pathlib import Path
 
+from .checks import bilingual
+
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
@@ -284,7 +286,10 @@ def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode")
     """The saved timing row of one format ("float32", ..., "transformers float32", "matmul floor"), batch and phase."""
     found = [row for row in results["timings"] if (row["format"], row["batch"], row["phase"]) == (fmt, batch, phase)]
     if not found:
-        raise KeyError(f"no {phase} row for {fmt!r} at batch {batch} in the saved results")
+        measured = sorted({(row["format"], row["batch"]) for row in results["timings"] if row["phase"] == phase})
+        raise ValueError(bilingual(
+            f"the saved results hold no {phase} row for fmt={fmt!r} at batch={batch}; measured: {measured}.",
+            f"已保存的结果里没有 fmt={fmt!r}、batch={batch} 的 {phase} 记录；测过的有：{measured}。"))
     return found[0]
 
 

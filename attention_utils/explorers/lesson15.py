@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import bilingual, check_index, check_tensor, shown
+from ..checks import bilingual, check_index, check_size, check_tensor, shown
 from ..language import text
 from ..plotting import label_points
 from .widgets import explore
@@ -33,6 +33,8 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
+    check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
+    layer = check_size(layer, "layer", minimum=0)
     heads, head_dim = magnitudes.shape
     fig, axes = plt.subplots(heads, 1, figsize=(11, 1.9 * heads + 0.6), sharex=True, layout="constrained", squeeze=False)
     colours = ["C0" if (channel // 2) % 2 == 0 else "C1" for channel in range(head_dim)]
@@ -49,10 +51,7 @@ def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
 
 def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figure:
     """Perplexity against cache bytes per token (log scale), one colour per method; `highlight` rings one point."""
-    fields = ("method", "label", "bytes_per_token", "perplexity")
-    if not isinstance(points, (list, tuple)) or not all(isinstance(p, dict) and set(fields) <= p.keys() for p in points):
-        raise TypeError(bilingual(f"points must be a list of dicts with the keys {', '.join(fields)}, got {shown(points)}.",
-                                  f"points 必须是字典列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+    _check_points(points)
     if highlight is not None:
         highlight = check_index(highlight, "highlight", len(points), "点数")
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
@@ -84,8 +83,19 @@ def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figu
     return fig
 
 
+def _check_points(points: object) -> None:
+    """A non-empty list of points, each a dict with the four keys the figure reads."""
+    fields = ("method", "label", "bytes_per_token", "perplexity")
+    if not isinstance(points, (list, tuple)) or not points or not all(
+            isinstance(p, dict) and set(fields) <= p.keys() for p in points):
+        raise TypeError(bilingual(
+            f"points must be a non-empty list of dicts with the keys {', '.join(fields)}, got {shown(points)}.",
+            f"points 必须是非空的字典列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+
+
 def show_quality_bytes(points: list[dict]) -> None:
     """The explorer: pick a cache (ordered by bytes) and see where it sits."""
+    _check_points(points)
     order = sorted(range(len(points)), key=lambda i: points[i]["bytes_per_token"])
     options = [(f"{points[i]['label']} ({points[i]['bytes_per_token']:,.0f} B)", i) for i in order]
     explore(lambda chosen: draw_quality_bytes(points, chosen),

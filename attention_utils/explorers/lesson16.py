@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import check_size
+from ..checks import bilingual, check_size
 from ..language import table, text
 from ..recurrent.delta_rule import delta_rule_step
 from ..recurrent.recall import MODEL_NAMES
@@ -98,7 +98,13 @@ def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
 
 
 def show_states(num_pairs: int = 12, key_size: int = 8, written: int = 9) -> None:
-    """The explorer: how many pairs are written, and the key size d_k."""
+    """The explorer: how many pairs are written, and the key size d_k (2 to 8 on its slider)."""
+    num_pairs = check_size(num_pairs, "num_pairs", maximum=1000)
+    key_size, written = check_size(key_size, "key_size", minimum=2), check_size(written, "written", minimum=0)
+    for name, value, most in (("key_size", key_size, 8), ("written", written, num_pairs)):
+        if value > most:
+            raise ValueError(bilingual(f"{name} must be at most {most} here (the slider's end), got {value}.",
+                                       f"{name} 在这里不能超过 {most}（滑块的最大值），实际是 {value}。"))
     explore(
         lambda written, key_size: draw_states(num_pairs, key_size, written),
         written=widgets.IntSlider(value=written, min=0, max=num_pairs, description=text("pairs written", "写入的键值对")),
