@@ -245,3 +245,38 @@ def test_the_explorers_name_a_bad_highlight():
     assert_contract_error(lambda: explorers15.draw_quality_bytes(points, 9), "highlight", kind=ValueError)
     assert_contract_error(lambda: explorers14.draw_roofline(load_saved(SAVED_MODEL), ("int4", 1)), "highlight",
                           kind=ValueError)
+
+
+# a second round of odd inputs over the same helpers
+
+def test_profile_calls_refuses_a_module_that_needs_its_input():
+    assert_contract_error(lambda: profile_calls(nn.Linear(2, 2)), "call", kind=TypeError)
+
+
+@pytest.mark.parametrize("prompts, pad_id, name", [([[1, 2**70]], 0, "prompts[0] token"), ([[1, 2], [3]], 2**70, "pad_id")],
+                         ids=["id", "pad_id"])
+def test_token_ids_beyond_int64_are_refused(prompts, pad_id, name):
+    from attention_utils.inference.batched_generation import left_pad
+    assert_contract_error(lambda: left_pad(prompts, pad_id), name, "2**63 - 1", kind=ValueError)
+
+
+def test_a_low_rank_cache_refuses_keys_of_another_dtype_and_fits_its_basis_in_memory():
+    cache = LowRankLayerCache(BASIS.double(), BASIS.double(), 4)
+    assert_contract_error(lambda: cache.update(torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8)), "keys", kind=TypeError)
+    many = torch.zeros(1, 1, 200_000, 4).expand(1, 1, 200_000, 4)  # U of the SVD would be 200,000² float64: 320 GB
+    assert_contract_error(lambda: fit_basis(many), "vectors", "at most", kind=ValueError)
+
+
+def test_logits_through_cache_needs_a_model_that_takes_a_cache(text):
+    assert_contract_error(lambda: logits_through_cache(TinyAttentionModel(30, 16), text, KVCache(1), 4), "model",
+                          kind=TypeError)
+
+
+def test_the_explorers_of_lesson_15_check_their_inputs():
+    assert_contract_error(lambda: explorers15.show_quality_bytes([]), "points", kind=TypeError)
+    assert_contract_error(lambda: explorers15.draw_key_magnitudes(torch.ones(4), 0), "magnitudes", kind=ValueError)
+
+
+def test_a_missing_saved_timing_is_named():
+    from attention_utils.results import model_timing
+    assert_contract_error(lambda: model_timing(load_saved(SAVED_MODEL), "int4"), "fmt", kind=ValueError)

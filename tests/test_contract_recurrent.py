@@ -214,3 +214,16 @@ def test_recall_grid_refuses_before_it_trains(monkeypatch, name, bad):
 def test_the_explorer_of_lesson_16_checks_its_sizes():
     assert_contract_error(lambda: explorers16.draw_states(12, 0, 3), "key_size", kind=ValueError)
     assert_contract_error(lambda: explorers16.draw_states(12, 8, "x"), "written", kind=TypeError)
+
+
+@pytest.mark.parametrize("form, extra, name", [(linear_attention_recurrent, (), "queries"), (delta_rule_recurrent, (0.5,), "queries"),
+                                               (linear_attention_chunked, (1,), "chunk_size")], ids=lambda v: getattr(v, "__name__", None))
+def test_a_python_loop_over_a_million_steps_is_refused(form, extra, name):
+    long = torch.rand(10**6, 1)  # at about 30 µs a step, a minute
+    assert_contract_error(lambda: form(long, long, long, *extra), name, "100,000", kind=ValueError)
+
+
+def test_the_explorer_of_lesson_16_checks_its_sliders():
+    assert_contract_error(lambda: explorers16.show_states(num_pairs=0), "num_pairs", kind=ValueError)
+    assert_contract_error(lambda: explorers16.show_states(key_size=9), "key_size", kind=ValueError)
+    assert_contract_error(lambda: explorers16.show_states(written=20), "written", kind=ValueError)
