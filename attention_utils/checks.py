@@ -98,7 +98,8 @@ Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for
     (`num_pages` x `page_size` x ...) must fit in memory; `sequence` is an id that new_sequence or
     fork returned; the queries of paged_attention are the sequence's last tokens (at most its
     length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
-    cannot fit in memory, before allocating it.
+    cannot fit in memory, before allocating it; a recurrent or chunked form, more than 100,000
+    steps of its Python loop (tokens, or chunks).
 New modules (lessons 14 on): every public function, class and method follows this contract from
     its first commit: it checks its arguments with the helpers here (check_tensor, check_size,
     check_seed, check_index, check_flag, check_real, check_device, ...) before any work, bounds
