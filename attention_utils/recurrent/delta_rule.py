@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_flag, check_real, check_tensor
+from ..checks import bilingual, cannot_read, check_flag, check_real, check_tensor
 from .linear_attention import check_qkv, check_scores_fit, check_steps
 
 
@@ -135,7 +135,7 @@ def delta_rule_recurrent(
         alpha = ones if decay is None else decay[..., t]
         state = _step(state, keys[..., t, :], values[..., t, :], beta[..., t], alpha)
         outputs.append((state @ queries[..., t, :, None])[..., 0])  # read: S q
-    out = torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape)
+    out = _check_grew(torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape))
     return (out, state) if return_state else out
 
 
@@ -167,4 +167,15 @@ def delta_rule_parallel(
     overlap = fade * (keys @ keys.transpose(-2, -1))  # (γ_t/γ_i) k_t·k_i
     system = torch.eye(length, dtype=queries.dtype, device=queries.device) + beta[..., :, None] * overlap.tril(-1)
     corrections = torch.linalg.solve_triangular(system, beta[..., :, None] * values, upper=False, unitriangular=True)
-    return (fade * (queries @ keys.transpose(-2, -1))) @ corrections
+    return _check_grew((fade * (queries @ keys.transpose(-2, -1))) @ corrections)
+
+
+def _check_grew(out: torch.Tensor) -> torch.Tensor:
+    """Finite inputs gave inf or NaN: the state grew past the dtype, as it does when β ‖k‖² > 2 (each write amplifies)."""
+    if out.numel() and not cannot_read(out) and not torch.isfinite(out.sum()) and not torch.isfinite(out).all():
+        raise ValueError(bilingual(
+            f"The delta rule's state grew beyond {out.dtype}: with beta × |k|² above 2 every write amplifies it; "
+            "normalize the keys (F.normalize(keys, dim=-1)) or lower beta.",
+            f"delta 规则的状态超出了 {out.dtype} 的表示范围：beta × |k|² 大于 2 时，每次写入都会把它放大；"
+            "请把 keys 归一化（F.normalize(keys, dim=-1)），或调小 beta。"))
+    return out

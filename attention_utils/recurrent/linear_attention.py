@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
 
 RANKS = (2, 3, 4)  # (T, d), (batch, T, d) or (batch, heads, T, d)
@@ -60,6 +60,12 @@ def check_qkv(queries: object, keys: object, values: object) -> tuple[torch.Tens
                 )
             )
     return queries, keys, values
+
+
+def check_result(out: torch.Tensor) -> torch.Tensor:
+    """Finite queries, keys and values gave inf or NaN: the scores (φ(q)·φ(k) sums) overflowed the dtype."""
+    check_no_overflow(out, ("queries", "keys", "values"))
+    return out
 
 
 def check_steps(steps: int, what_en: str, what_zh: str, fix_en: str, fix_zh: str) -> None:
@@ -113,7 +119,7 @@ def linear_attention_parallel(
     scores = queries @ keys.transpose(-2, -1)  # (..., T, T)
     scores = torch.tril(scores)  # a causal model: the future counts 0 (there is no softmax to hide it with -inf)
     out = scores @ values  # (..., T, d_v)
-    return _divide(out, scores.sum(-1, keepdim=True)) if normalize else out
+    return check_result(_divide(out, scores.sum(-1, keepdim=True)) if normalize else out)
 
 
 def linear_attention_recurrent(
@@ -135,7 +141,7 @@ def linear_attention_recurrent(
             key_sum = key_sum + k
             out = _divide(out, (key_sum * q).sum(-1, keepdim=True))
         outputs.append(out)
-    return torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape)
+    return check_result(torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape))
 
 
 def linear_attention_chunked(
@@ -162,7 +168,7 @@ def linear_attention_chunked(
             key_sum = key_sum + k.sum(-2, keepdim=True)
         state = state + v.transpose(-2, -1) @ k  # S ← S + Σ_chunk v kᵀ
         outputs.append(out)
-    return torch.cat(outputs, dim=-2) if outputs else values.new_zeros(values.shape)
+    return check_result(torch.cat(outputs, dim=-2) if outputs else values.new_zeros(values.shape))
 
 
 def state_bytes(num_layers: int, num_heads: int, d_k: int, d_v: int, bytes_per_value: int = 4) -> int:
