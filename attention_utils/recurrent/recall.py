@@ -257,12 +257,18 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
     losses = []
     try:
         model.train()
-        for _ in range(steps):
+        diverged = ValueError(bilingual(f"training diverged: lower learning_rate (now {learning_rate:g}).",
+                                        f"训练发散了：请调小 learning_rate（现在是 {learning_rate:g}）。"))
+        for step in range(steps):
             inputs, targets, scored = task.batch(batch_size, generator)
-            loss = masked_loss(model(inputs), targets, scored)
+            try:
+                loss = masked_loss(model(inputs), targets, scored)
+            except ValueError:  # NaN weights, or a state that overflowed: what the last update left
+                if step == 0:
+                    raise  # the model was broken before training: its own message says how
+                raise diverged from None
             if not math.isfinite(loss.item()):
-                raise ValueError(bilingual(f"training diverged: lower learning_rate (now {learning_rate:g}).",
-                                           f"训练发散了：请调小 learning_rate（现在是 {learning_rate:g}）。"))
+                raise diverged
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
