@@ -105,8 +105,8 @@ class PagedCache:
                 table[-1] = self._copy_page(table[-1])
             count = min(self.page_size - slot, keys.shape[1] - written)
             page = table[-1]
-            self.keys[page, :, slot:slot + count] = keys[:, written:written + count]
-            self.values[page, :, slot:slot + count] = values[:, written:written + count]
+            self.keys[page, :, slot:slot + count] = keys[:, written:written + count].detach()  # a cache keeps no graph
+            self.values[page, :, slot:slot + count] = values[:, written:written + count].detach()
             self.lengths[sequence] += count
             written += count
 
@@ -239,6 +239,17 @@ class PagedLayerCache(LayerCache):
     @property
     def keys(self) -> torch.Tensor | None:
         return self.pages.gather(self.sequence)[0][None] if self.position else None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values this sequence holds, as LayerCache counts them (its pages: reserved_bytes)."""
+        _, heads, _, head_dim = self.pages.keys.shape
+        return 2 * heads * head_dim * self.position * self.pages.keys.element_size()
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes of the pages in this sequence's block table (a page it shares counts here too)."""
+        return len(self.pages.block_tables[self.sequence]) * self.pages.page_bytes
 
     @property
     def values(self) -> torch.Tensor | None:
