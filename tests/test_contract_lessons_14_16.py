@@ -280,3 +280,15 @@ def test_the_explorers_of_lesson_15_check_their_inputs():
 def test_a_missing_saved_timing_is_named():
     from attention_utils.results import model_timing
     assert_contract_error(lambda: model_timing(load_saved(SAVED_MODEL), "int4"), "fmt", kind=ValueError)
+
+
+def test_a_paged_kv_cache_counts_what_it_holds_and_keeps_no_graph(llama, text):
+    pools = [pc.PagedCache(16, 2, 4, 4) for _ in range(2)]
+    paged, plain = pc.paged_kv_cache(pools), KVCache(2)
+    with torch.no_grad():
+        llama(text, cache=paged)
+        llama(text, cache=plain)
+    assert paged.nbytes == plain.nbytes == 2 * 2 * 2 * 4 * 12 * 4  # K and V, layers, kv heads, head_dim, tokens, bytes
+    keys = torch.randn(2, 3, 4, requires_grad=True)
+    pools[0].append(pools[0].new_sequence(), keys, keys.detach())
+    assert not pools[0].keys.requires_grad

@@ -227,3 +227,23 @@ def test_the_explorer_of_lesson_16_checks_its_sliders():
     assert_contract_error(lambda: explorers16.show_states(num_pairs=0), "num_pairs", kind=ValueError)
     assert_contract_error(lambda: explorers16.show_states(key_size=9), "key_size", kind=ValueError)
     assert_contract_error(lambda: explorers16.show_states(written=20), "written", kind=ValueError)
+
+
+# a third round: numbers that grow past the dtype
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+def test_linear_attention_names_scores_that_overflow(form):
+    huge = torch.full((4, 3), 1e20)  # finite, but φ(q)·φ(k) = 3e40 is not a float32
+    assert_contract_error(lambda: form(huge, huge, torch.ones(4, 2)), "queries", "float32")
+
+
+@pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
+def test_a_delta_rule_state_that_grows_past_float32_is_named(form):
+    keys = 10 * torch.nn.functional.normalize(torch.randn(60, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    assert_contract_error(lambda: form(torch.rand(60, 4), keys, torch.rand(60, 4), 1.0), "keys", "normalize", kind=ValueError)
+
+
+def test_recall_training_that_diverges_says_so():
+    task, model = RecallTask(num_keys=8, most_pairs=2), RecallModel(16, 16, ("linear",))
+    assert_contract_error(lambda: train_recall(model, task, 30, 0, batch_size=8, learning_rate=1e6, progress=False),
+                          "learning_rate", "diverged", kind=ValueError)
