@@ -62,6 +62,7 @@ Fully masked rows: a query that may look at no key gets zero attention weights a
 Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
     hundred, float32 inputs near 1e19); attention_scores, scaled_dot_product_attention and
     tiled_attention then raise `Overflowed` (a ValueError) naming the dtype instead of returning inf or NaN.
+    So do the linear-attention forms; the delta rule names a state that grew past the dtype (beta |k|² > 2).
 Results of modules (after `out_proj`, and the QKV projection of the fused module, whose kernel may
     turn NaN into zeros): NaN or inf from a finite input means weights that hold NaN or inf (what
     a diverged training run leaves; the ValueError names the weight, `layers.1.W_key.weight`) or
