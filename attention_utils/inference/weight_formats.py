@@ -17,7 +17,7 @@ import copy
 import torch
 from torch import nn
 
-from ..checks import bilingual, cannot_read, check_tensor, shown
+from ..checks import bilingual, cannot_read, check_finite, check_flag, check_tensor, shown
 
 FORMATS = ("float32", "bfloat16", "int8")
 COMPUTE = (torch.float32, torch.bfloat16)
@@ -53,7 +53,9 @@ def dequantize_rows(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 class Int8Linear(nn.Module):
     """A linear layer without bias whose weight is stored as int8 rows and a scale per row (1 byte a weight)."""
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, check_input: bool = True) -> None:
+        """`check_input` False skips the finite check of x: to_format's layers, whose model checks its own input
+        and result once (a sum per layer would cost a few per cent of a decode step)."""
         super().__init__()
         if not isinstance(linear, nn.Linear) or linear.bias is not None:
             with_bias_en, with_bias_zh = (" with a bias", "（带偏置）") if isinstance(linear, nn.Linear) else ("", "")
@@ -65,6 +67,7 @@ class Int8Linear(nn.Module):
         self.register_buffer("values", values)  # (out, in) int8
         self.register_buffer("scale", scale.to(linear.weight.dtype))  # (out,) in the dtype the layer computes in
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.check_input = check_flag(check_input, "check_input")
 
     @property
     def weight(self) -> torch.Tensor:
@@ -77,12 +80,14 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., in) times the int8 rows, each scaled: torch's int8 weight kernel, in the compute dtype (x's)."""
-        # the kind and size of x only: a model that reads these layers checks its own input and result once
+        # the kind and size of x always; its values unless the model that holds this layer checks them (to_format)
         if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE or x.dim() == 0 or x.shape[-1] != self.in_features:
             wrong_kind = not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE
             raise (TypeError if wrong_kind else ValueError)(bilingual(
                 f"x must be a float32 or bfloat16 tensor (..., {self.in_features}), got {shown(x)}.",
                 f"x 必须是 float32 或 bfloat16 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
+        if self.check_input:
+            check_finite(x, "x")
         flat = x.reshape(-1, self.in_features)
         out = torch._weight_int8pack_mm(flat, self.values, self.scale.to(x.dtype))  # (N, out)
         return out.reshape(*x.shape[:-1], self.out_features)
@@ -147,7 +152,7 @@ def _replace_linears(model: nn.Module) -> None:
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
-                setattr(module, name, Int8Linear(child))
+                setattr(module, name, Int8Linear(child, check_input=False))
 
 
 def _shown(x: object) -> str:
