@@ -292,3 +292,10 @@ def test_a_paged_kv_cache_counts_what_it_holds_and_keeps_no_graph(llama, text):
     keys = torch.randn(2, 3, 4, requires_grad=True)
     pools[0].append(pools[0].new_sequence(), keys, keys.detach())
     assert not pools[0].keys.requires_grad
+
+
+def test_an_int8_linear_alone_checks_its_input_for_nan():
+    layer = Int8Linear(nn.Linear(8, 4, bias=False))
+    assert_contract_error(lambda: layer(torch.full((2, 8), float("nan"))), "x", kind=ValueError)
+    inside = to_format(nn.Sequential(nn.Linear(8, 4, bias=False)), "int8")  # the model checks once: its layers do not
+    assert inside[0].check_input is False
