@@ -198,6 +198,7 @@ class Mixer(nn.Module):
 
     def state_floats(self, length: int) -> int:
         """Numbers this layer keeps per sequence while decoding: the state, or the cache after `length` tokens."""
+        length = check_size(length, "length", minimum=0)
         if self.kind == "softmax":
             return length * self.num_heads * (self.key_size + self.head_dim)
         return self.num_heads * self.key_size * self.head_dim
