@@ -252,7 +252,12 @@ SAVED_MODEL = ROOT / "figures" / "bench_model.json"
 
 def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[int, dict]:
     """The saved rows of one weight format and batch size, by prompt length."""
-    return {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
+    found = {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
+    if not found:
+        measured = sorted({(row["weights"], row["batch"]) for row in results["rows"]})
+        raise ValueError(bilingual(f"the saved results hold no rows for weights={weights!r} at batch={batch}; measured: {measured}.",
+                                   f"已保存的结果里没有 weights={weights!r}、batch={batch} 的记录；测过的有：{measured}。"))
+    return found
 
 
 def model_decode_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:

@@ -129,6 +129,9 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
 
 def dequantized(model: nn.Module) -> nn.Module:
     """A float32 copy of an int8 model with every Int8Linear back as nn.Linear holding scale * values: the reference."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(bilingual(f"model must be a torch module (what to_format returns), got {type(model).__name__}.",
+                                  f"model 必须是 torch 模块（to_format 的返回值），实际是 {type(model).__name__}。"))
     copied = copy.deepcopy(model).float()
     for name, module in list(copied.named_modules()):
         for child_name, child in list(module.named_children()):
