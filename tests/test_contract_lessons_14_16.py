@@ -299,3 +299,13 @@ def test_an_int8_linear_alone_checks_its_input_for_nan():
     assert_contract_error(lambda: layer(torch.full((2, 8), float("nan"))), "x", kind=ValueError)
     inside = to_format(nn.Sequential(nn.Linear(8, 4, bias=False)), "int8")  # the model checks once: its layers do not
     assert inside[0].check_input is False
+
+
+def test_saved_rows_that_do_not_exist_are_named():
+    from attention_utils.results import model_rows
+    assert_contract_error(lambda: model_rows(load_saved(SAVED_MODEL), "int4"), "weights", kind=ValueError)
+
+
+def test_dequantized_needs_a_module():
+    from attention_utils.inference.weight_formats import dequantized
+    assert_contract_error(lambda: dequantized(None), "model", kind=TypeError)

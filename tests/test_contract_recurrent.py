@@ -247,3 +247,26 @@ def test_recall_training_that_diverges_says_so():
     task, model = RecallTask(num_keys=8, most_pairs=2), RecallModel(16, 16, ("linear",))
     assert_contract_error(lambda: train_recall(model, task, 30, 0, batch_size=8, learning_rate=1e6, progress=False),
                           "learning_rate", "diverged", kind=ValueError)
+
+
+# a fourth round: helper methods and the figures of recall_grid's rows
+
+@pytest.mark.parametrize("bad", [-5, "x", 2.5], ids=label)
+def test_state_floats_needs_a_length(bad):
+    assert_contract_error(lambda: RecallModel(16, 8, ("softmax",)).state_floats(bad), "length")
+
+
+@pytest.mark.parametrize("draw", [explorers16.recall_table, explorers16.draw_recall, explorers16.state_size_table,
+                                  explorers16.draw_state_sizes], ids=lambda f: f.__name__)
+def test_the_figures_of_recall_need_recall_grids_rows(draw):
+    assert_contract_error(lambda: draw([]), "rows", kind=TypeError)
+    assert_contract_error(lambda: draw([{"model": "linear"}]), "rows", kind=TypeError)
+
+
+def test_rows_of_a_model_of_ones_own_are_shown_by_its_name():
+    rows = [{"model": "mine", "seed": 0, "pairs": 2, "key_size": 4, "accuracy": 0.5, "kept_floats": 16}]
+    assert "mine" in explorers16.recall_table(rows)
+    figure = explorers16.draw_state_sizes(rows)  # one model: one panel
+    assert len(figure.axes) == 1
+    import matplotlib.pyplot as plt
+    plt.close(figure)
