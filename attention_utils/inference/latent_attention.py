@@ -120,7 +120,7 @@ class LatentAttention(nn.Module):
         scale = 1 / math.sqrt(self.head_dim + self.rope_dim)
         return torch.softmax((scores * scale).masked_fill(hidden, float("-inf")), dim=-1)
 
-    def naive(self, content, rotary, latents, rotary_keys, start):
+    def _naive(self, content, rotary, latents, rotary_keys, start):
         """Up-project every cached latent to each head's key and value, then attend."""
         b, s, _ = latents.shape
         keys = self.W_up_key(latents).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)  # (b, h, S, head_dim)
@@ -130,7 +130,7 @@ class LatentAttention(nn.Module):
         context = (weights @ values).transpose(1, 2).flatten(2)  # (b, T, h * head_dim)
         return self.out_proj(context), weights
 
-    def absorbed(self, content, rotary, latents, rotary_keys, start):
+    def _absorbed(self, content, rotary, latents, rotary_keys, start):
         """Fold W_up_key into the queries and W_up_value into out_proj; attend over the latents themselves."""
         up_key = self.W_up_key.weight.view(self.num_heads, self.head_dim, self.latent_dim)
         latent_queries = content @ up_key  # (b, h, T, latent_dim): q_h W_uk[h]^T, in the latent space
@@ -156,7 +156,7 @@ class LatentAttention(nn.Module):
         content, rotary, latents, rotary_keys = self._project(x, start)
         if cache is not None:
             latents, rotary_keys = cache.update(latents, rotary_keys)
-        output, weights = (self.absorbed if absorbed else self.naive)(content, rotary, latents, rotary_keys, start)
+        output, weights = (self._absorbed if absorbed else self._naive)(content, rotary, latents, rotary_keys, start)
         check_result(self, output, x)  # NaN or inf from a finite x: the weights hold NaN, or too large for the dtype
         return (output, weights) if return_weights else output
 
