@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from ..checks import bilingual, check_flag, check_heads, check_real, check_seed, check_size, shown
+from ..checks import bilingual, check_flag, check_heads, check_real, check_seed, check_size, check_tensor, shown
 from ..devices import check_fits
 from ..language import text
 from ..modules import MOST_MODULES
@@ -181,11 +181,13 @@ class Mixer(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (b, T, d_model) plus what this layer reads from the tokens before each one (a residual connection)."""
+        check_tensor(x, "x", ranks=(3,), last_dim=self.norm.normalized_shape[0], like=self.qkv.weight, last_name="d_model")
         b, length, d = x.shape
         h = self.norm(x)
         sizes = (self.num_heads * self.key_size,) * 2 + (self.num_heads * self.head_dim,)
-        q, k, v = (part.view(b, length, self.num_heads, -1).transpose(1, 2)
-                   for part in self.qkv(h).split(sizes, dim=-1))  # (b, heads, T, d_k or d_v)
+        q, k, v = (part.view(b, length, self.num_heads, size // self.num_heads).transpose(1, 2)  # sizes, not -1: batch 0
+                   for part, size in zip(self.qkv(h).split(sizes, dim=-1), sizes))  # (b, heads, T, d_k or d_v)
         if self.kind == "softmax":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif self.kind == "linear":
