@@ -34,6 +34,9 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
+    if not magnitudes.shape[0]:
+        raise ValueError(bilingual("magnitudes hold no head (shape (0, head_dim)): there is no panel to draw.",
+                                   "magnitudes 里没有头（形状为 (0, head_dim)）：没有可画的子图。"))
     layer = check_size(layer, "layer", minimum=0)
     heads, head_dim = magnitudes.shape
     fig, axes = plt.subplots(heads, 1, figsize=(11, 1.9 * heads + 0.6), sharex=True, layout="constrained", squeeze=False)

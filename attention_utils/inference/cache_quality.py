@@ -50,6 +50,9 @@ def perplexity(logits: torch.Tensor, tokens: torch.Tensor, first: int = 0) -> fl
             f"to {logits.shape[-1] - 1}.",
             f"tokens {tuple(tokens.shape)} 必须是 logits {tuple(logits.shape)} 所打分的 (batch, T) 词元编号，"
             f"每个都在 0 到 {logits.shape[-1] - 1} 之间。"))
+    if not tokens.shape[0]:
+        raise ValueError(bilingual("tokens hold no sequence (batch 0): there is nothing to score.",
+                                   "tokens 里没有序列（批大小为 0）：没有可以计分的内容。"))
     first = check_size(first, "first", minimum=0)
     if first > tokens.shape[1] - 2:
         raise ValueError(bilingual(
