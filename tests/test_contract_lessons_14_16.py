@@ -309,3 +309,12 @@ def test_saved_rows_that_do_not_exist_are_named():
 def test_dequantized_needs_a_module():
     from attention_utils.inference.weight_formats import dequantized
     assert_contract_error(lambda: dequantized(None), "model", kind=TypeError)
+
+
+def test_a_perplexity_of_no_sequence_is_refused():
+    assert_contract_error(lambda: perplexity(torch.zeros(0, 5, 7), torch.zeros(0, 5, dtype=torch.long)), "tokens",
+                          kind=ValueError)  # it was NaN
+
+
+def test_key_magnitudes_of_no_head_are_refused():
+    assert_contract_error(lambda: explorers15.draw_key_magnitudes(torch.ones(0, 4), 0), "magnitudes", kind=ValueError)

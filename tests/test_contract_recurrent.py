@@ -270,3 +270,9 @@ def test_rows_of_a_model_of_ones_own_are_shown_by_its_name():
     assert len(figure.axes) == 1
     import matplotlib.pyplot as plt
     plt.close(figure)
+
+
+def test_a_mixer_checks_its_input_and_takes_a_batch_of_0():
+    assert_contract_error(lambda: Mixer("linear", 8)(torch.randn(1, 3, 10)), "x", kind=ValueError)
+    assert_contract_error(lambda: Mixer("softmax", 8)(torch.ones(1, 3, 8, dtype=torch.long)), "x", kind=TypeError)
+    assert RecallModel(16, 8, ("delta",))(torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4, 16)
