@@ -29,7 +29,7 @@ def pages_needed(lengths: list[int], page_size: int = 16) -> int:
     if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__") or getattr(lengths, "ndim", 1) != 1:
         raise TypeError(bilingual(f"lengths must be a list of sequence lengths, such as [37, 5, 64], got {shown(lengths)}.",
                                   f"lengths 必须是由序列长度组成的列表，例如 [37, 5, 64]，实际是 {shown(lengths, True)}。"))
-    return sum(-(-check_size(n, "length", minimum=0) // page_size) for n in lengths)
+    return sum(-(-check_size(n, f"lengths[{i}]", minimum=0) // page_size) for i, n in enumerate(lengths))
 
 
 def _check_pool_fits(sizes: dict[str, int], bytes_per_value: int) -> None:
@@ -258,7 +258,7 @@ class PagedLayerCache(LayerCache):
 
 def paged_kv_cache(pools: list[PagedCache], sequences: list[int] | None = None) -> KVCache:
     """A KVCache for one sequence whose layer i lives in pools[i] (one pool per layer, shared by many sequences)."""
-    if not isinstance(pools, (list, tuple)) or not pools:
+    if not isinstance(pools, (list, tuple)) or not pools or not all(isinstance(pool, PagedCache) for pool in pools):
         raise TypeError(bilingual(f"pools must be a non-empty list of PagedCache, one per layer, got {shown(pools)}.",
                                   f"pools 必须是非空的 PagedCache 列表，每层一个，实际是 {shown(pools, True)}。"))
     if sequences is not None and (not isinstance(sequences, (list, tuple)) or len(sequences) != len(pools)):

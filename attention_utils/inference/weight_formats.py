@@ -101,14 +101,17 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
     the output layer, and the norms stay in `compute` (default bfloat16, the fast kernel; float32
     gives the slow but exact reference that tests compare with a dequantized float32 copy).
     """
-    if format not in FORMATS:
+    if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(bilingual(
-            f"format must be one of {', '.join(FORMATS)}, got {format!r}.",
-            f"format 必须是 {'、'.join(FORMATS)} 之一，实际是 {format!r}。"))
+            f"format must be one of {', '.join(FORMATS)}, got {shown(format)}.",
+            f"format 必须是 {'、'.join(FORMATS)} 之一，实际是 {shown(format, True)}。"))
     if not isinstance(model, nn.Module):
         raise TypeError(bilingual(
             f"model must be a torch module (lesson 13's LlamaModel), got {type(model).__name__}.",
             f"model 必须是 torch 模块（第 13 课的 LlamaModel），实际是 {type(model).__name__}。"))
+    if compute is not None and not isinstance(compute, torch.dtype):
+        raise TypeError(bilingual(f"compute must be None, torch.float32 or torch.bfloat16, got {shown(compute)}.",
+                                  f"compute 必须是 None、torch.float32 或 torch.bfloat16，实际是 {shown(compute, True)}。"))
     compute = torch.bfloat16 if compute is None and format != "float32" else compute or torch.float32
     biased = next((name for name, m in model.named_modules() if isinstance(m, nn.Linear) and m.bias is not None), None)
     if format == "int8" and biased is not None:
