@@ -479,6 +479,9 @@ def label_points(ax: Axes, points: Sequence[tuple[float, float]], labels: Sequen
                                    "points 必须是有限的数：NaN 或 inf 的点在坐标轴上没有位置；请把它去掉。"))
     labels = _check_labels(labels, len(points), "labels", "point", "点")
     fontsize = check_real(fontsize, "fontsize", "8", positive=True)
+    if fontsize > 1000:
+        raise ValueError(bilingual(f"fontsize must be at most 1000 points, got {fontsize:g}; for example fontsize=8.",
+                                   f"fontsize 不能超过 1000 磅，实际是 {fontsize:g}；例如 fontsize=8。"))
     if labels is None:
         raise TypeError(bilingual("labels must be a list with one label per point, got None.",
                                   "labels 必须是列表，每个点一个标签，实际是 None。"))

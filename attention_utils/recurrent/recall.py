@@ -146,15 +146,15 @@ def _check_kinds(kinds: object) -> tuple[str, ...]:
         raise TypeError(bilingual(f"kinds must be a non-empty tuple of layer kinds from {KINDS}, got {shown(kinds)}.",
                                   f"kinds 必须是由 {KINDS} 中的层类型组成的非空元组，实际是 {shown(kinds, True)}。"))
     check_size(len(kinds), "len(kinds)", maximum=MOST_MODULES)
-    for kind in kinds:
-        _check_kind(kind)
+    for index, kind in enumerate(kinds):
+        _check_kind(kind, f"kinds[{index}]")
     return tuple(kinds)
 
 
-def _check_kind(kind: object) -> str:
+def _check_kind(kind: object, name: str = "kind") -> str:
     if kind not in KINDS:
         raise (TypeError if not isinstance(kind, str) else ValueError)(bilingual(
-            f"kind must be one of {KINDS}, got {shown(kind)}.", f"kind 必须是 {KINDS} 之一，实际是 {shown(kind, True)}。"))
+            f"{name} must be one of {KINDS}, got {shown(kind)}.", f"{name} 必须是 {KINDS} 之一，实际是 {shown(kind, True)}。"))
     return kind
 
 
@@ -171,6 +171,8 @@ class Mixer(nn.Module):
         d_model, num_heads = check_size(d_model, "d_model"), check_size(num_heads, "num_heads")
         check_heads(d_model, num_heads, "d_model")
         key_size = None if key_size is None else check_size(key_size, "key_size")
+        if key_size is not None:  # the queries and keys of every head: 2 x key_size numbers per head and input feature
+            check_fits(key_size, "key_size", lambda k: 4 * d_model * num_heads * 2 * k)
         self.kind, self.num_heads, self.head_dim = kind, num_heads, d_model // num_heads
         self.key_size = self.head_dim if key_size is None else key_size  # d_k per head; values keep head_dim
         self.norm = nn.LayerNorm(d_model)
