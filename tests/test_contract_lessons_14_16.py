@@ -318,3 +318,17 @@ def test_a_perplexity_of_no_sequence_is_refused():
 
 def test_key_magnitudes_of_no_head_are_refused():
     assert_contract_error(lambda: explorers15.draw_key_magnitudes(torch.ones(0, 4), 0), "magnitudes", kind=ValueError)
+
+
+# a sixth round: every argument replaced in turn by the same pool of odd values
+
+@pytest.mark.parametrize("format, compute", [(np.ones((2, 3)), None), (torch.ones(2, 3, dtype=torch.long), None),
+                                             ("int8", torch.randn(3)), ("int8", np.ones((2, 3)))], ids=["format numpy", "format tensor",
+                                                                                                       "compute tensor", "compute numpy"])
+def test_to_format_names_a_format_or_compute_that_is_an_array(llama, format, compute):
+    assert_contract_error(lambda: to_format(llama, format, compute), "format" if compute is None else "compute")
+
+
+def test_pools_and_lengths_name_their_bad_element():
+    assert_contract_error(lambda: pc.pages_needed(torch.randn(3)), "lengths[0]", kind=TypeError)
+    assert_contract_error(lambda: pc.paged_kv_cache([1, 2]), "pools", kind=TypeError)

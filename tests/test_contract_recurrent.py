@@ -276,3 +276,8 @@ def test_a_mixer_checks_its_input_and_takes_a_batch_of_0():
     assert_contract_error(lambda: Mixer("linear", 8)(torch.randn(1, 3, 10)), "x", kind=ValueError)
     assert_contract_error(lambda: Mixer("softmax", 8)(torch.ones(1, 3, 8, dtype=torch.long)), "x", kind=TypeError)
     assert RecallModel(16, 8, ("delta",))(torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4, 16)
+
+
+def test_kinds_and_key_size_are_named():
+    assert_contract_error(lambda: RecallModel(16, 8, [1, 2]), "kinds[0]", kind=TypeError)
+    assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=10**12), "key_size", "at most", kind=ValueError)

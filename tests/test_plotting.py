@@ -88,4 +88,5 @@ def test_label_points_keeps_labels_apart_and_refuses_bad_input():
     assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], ["a"], fontsize=-1), "fontsize", kind=ValueError)
     assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], ["a"], fontsize="huge!"), "fontsize",
                           kind=TypeError)
+    assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], ["a"], fontsize=10**12), "fontsize", kind=ValueError)
     plt.close(fig)
