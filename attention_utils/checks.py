@@ -62,6 +62,7 @@ Fully masked rows: a query that may look at no key gets zero attention weights a
 Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
     hundred, float32 inputs near 1e19); attention_scores, scaled_dot_product_attention and
     tiled_attention then raise `Overflowed` (a ValueError) naming the dtype instead of returning inf or NaN.
+    So do the linear-attention forms; the delta rule names a state that grew past the dtype (beta |k|² > 2).
 Results of modules (after `out_proj`, and the QKV projection of the fused module, whose kernel may
     turn NaN into zeros): NaN or inf from a finite input means weights that hold NaN or inf (what
     a diverged training run leaves; the ValueError names the weight, `layers.1.W_key.weight`) or
@@ -91,6 +92,15 @@ Generation (`generate`): `model` a torch module returning logits (batch, T, voca
     `model.context_length`; 10,000 when the model states none), refused before the first step,
     so no call runs for minutes and then fails. 0 new tokens give logits (batch, 0, vocab). A
     cache is a new, empty KVCache; adding 0 tokens to a cache is allowed and changes nothing.
+    generate_batch checks the same before its first step, and that every prompt id and `pad_id`
+    lie below the model's vocab_size; logits_through_cache also takes only a new, empty cache.
+Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for 4 bits); `rank` at
+    most head_dim; the keys given to a cache have its kv_heads and head_dim; a pool of pages
+    (`num_pages` x `page_size` x ...) must fit in memory; `sequence` is an id that new_sequence or
+    fork returned; the queries of paged_attention are the sequence's last tokens (at most its
+    length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
+    cannot fit in memory, before allocating it; a recurrent or chunked form, more than 100,000
+    steps of its Python loop (tokens, or chunks).
 New modules (lessons 14 on): every public function, class and method follows this contract from
     its first commit: it checks its arguments with the helpers here (check_tensor, check_size,
     check_seed, check_index, check_flag, check_real, check_device, ...) before any work, bounds

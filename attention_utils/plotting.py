@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import math
 import numbers
 from collections.abc import Iterator, Sequence
 
@@ -473,7 +474,17 @@ def label_points(ax: Axes, points: Sequence[tuple[float, float]], labels: Sequen
                                       for p in points):
         raise TypeError(bilingual("points must be a list of (x, y) pairs of real numbers, one per label.",
                                   "points 必须是由实数对 (x, y) 组成的列表，每个标签一对。"))
+    if not all(math.isfinite(v) for p in points for v in p):
+        raise ValueError(bilingual("points must be finite: a point at NaN or inf has no place on the axes; leave it out.",
+                                   "points 必须是有限的数：NaN 或 inf 的点在坐标轴上没有位置；请把它去掉。"))
     labels = _check_labels(labels, len(points), "labels", "point", "点")
+    fontsize = check_real(fontsize, "fontsize", "8", positive=True)
+    if fontsize > 1000:
+        raise ValueError(bilingual(f"fontsize must be at most 1000 points, got {fontsize:g}; for example fontsize=8.",
+                                   f"fontsize 不能超过 1000 磅，实际是 {fontsize:g}；例如 fontsize=8。"))
+    if labels is None:
+        raise TypeError(bilingual("labels must be a list with one label per point, got None.",
+                                  "labels 必须是列表，每个点一个标签，实际是 None。"))
     fig = ax.figure
     fig.draw_without_rendering()  # a constrained layout settles the axes' size and the log-scale limits first
     renderer = fig.canvas.get_renderer()

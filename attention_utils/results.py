@@ -11,6 +11,8 @@ import math
 import statistics
 from pathlib import Path
 
+from .checks import bilingual
+
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
@@ -250,7 +252,12 @@ SAVED_MODEL = ROOT / "figures" / "bench_model.json"
 
 def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[int, dict]:
     """The saved rows of one weight format and batch size, by prompt length."""
-    return {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
+    found = {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
+    if not found:
+        measured = sorted({(row["weights"], row["batch"]) for row in results["rows"]})
+        raise ValueError(bilingual(f"the saved results hold no rows for weights={weights!r} at batch={batch}; measured: {measured}.",
+                                   f"已保存的结果里没有 weights={weights!r}、batch={batch} 的记录；测过的有：{measured}。"))
+    return found
 
 
 def model_decode_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
@@ -284,7 +291,10 @@ def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode")
     """The saved timing row of one format ("float32", ..., "transformers float32", "matmul floor"), batch and phase."""
     found = [row for row in results["timings"] if (row["format"], row["batch"], row["phase"]) == (fmt, batch, phase)]
     if not found:
-        raise KeyError(f"no {phase} row for {fmt!r} at batch {batch} in the saved results")
+        measured = sorted({(row["format"], row["batch"]) for row in results["timings"] if row["phase"] == phase})
+        raise ValueError(bilingual(
+            f"the saved results hold no {phase} row for fmt={fmt!r} at batch={batch}; measured: {measured}.",
+            f"已保存的结果里没有 fmt={fmt!r}、batch={batch} 的 {phase} 记录；测过的有：{measured}。"))
     return found[0]
 
 

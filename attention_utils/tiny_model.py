@@ -154,19 +154,28 @@ class TinyAttentionModel(nn.Module):
                     f"{d_model // num_heads} 个特征；请把 d_model 设为 {2 * num_heads} 的整数倍。",
                 )
             )
-        rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
-        self.layers = nn.ModuleList(
-            ALiBiAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
-                           slopes=[ALIBI_SLOPE] * num_heads) if positions == "alibi" else
-            GroupedQueryAttention(d_model, d_model, context_length, 0.0, num_heads, num_kv_heads,
-                                  rotary_base=rotary_base) if num_kv_heads is not None else
-            LatentAttention(d_model, context_length, num_heads, d_model // num_heads, latent_dim)
-            if latent_dim is not None else
-            MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads, rotary_base=rotary_base)
-            for _ in range(num_layers)
-        )
+        self.layers = nn.ModuleList(self._attention_layer(d_model, num_heads) for _ in range(num_layers))
         self.causal = causal  # sets the layers' masks (see the property below)
         self.readout = nn.Linear(d_model, vocab_size)
+
+    def _attention_layer(self, d_model: int, num_heads: int) -> nn.Module:
+        """One attention layer of the kind the settings ask for: ALiBi, grouped-query, latent or multi-head.
+
+        Called once per layer, in order, after the embeddings: each layer draws its initial weights from
+        the global random state, so the same seed gives the same model (lessons 10 and 15 rely on it).
+        """
+        context_length, positions = self.context_length, self.positions
+        rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
+        if positions == "alibi":
+            return ALiBiAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
+                                  slopes=[ALIBI_SLOPE] * num_heads)
+        if self.num_kv_heads is not None:
+            return GroupedQueryAttention(d_model, d_model, context_length, 0.0, num_heads, self.num_kv_heads,
+                                         rotary_base=rotary_base)
+        if self.latent_dim is not None:
+            return LatentAttention(d_model, context_length, num_heads, d_model // num_heads, self.latent_dim)
+        return MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
+                                  rotary_base=rotary_base)
 
     @property
     def cache_numbers_per_token(self) -> int:

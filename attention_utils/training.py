@@ -72,9 +72,11 @@ def _check_same_shapes(model: TinyAttentionModel, snapshot: dict[str, torch.Tens
         raise ValueError(
             bilingual(
                 f"snapshot {index} comes from a model of other sizes: {name} is {saved} there and {have} in `model`; "
-                "build the model with the same vocab_size, context_length, d_model, num_heads, num_layers and positions.",
+                "build the model with the same vocab_size, context_length, d_model, num_heads, num_layers, positions, "
+                "num_kv_heads and latent_dim.",
                 f"快照 {index} 来自一个大小不同的模型：{name} 在快照里是 {saved}，在 `model` 里是 {have}；"
-                "请用相同的 vocab_size、context_length、d_model、num_heads、num_layers 和 positions 创建模型。",
+                "请用相同的 vocab_size、context_length、d_model、num_heads、num_layers、positions、num_kv_heads 和 "
+                "latent_dim 创建模型。",
             )
         )
     masks = [name for name in own if name.endswith(".mask")]
@@ -212,7 +214,7 @@ def _check_task_fits(task: Task, model: TinyAttentionModel) -> None:
             )
 
 
-def _check_progress(progress: object) -> object:
+def check_progress(progress: object) -> object:
     """True or False (make a bar or not), or an existing tqdm bar to advance by one per step."""
     if isinstance(progress, std_tqdm):  # tqdm.auto's bar in a notebook is a subclass of it too
         return progress
@@ -262,7 +264,7 @@ def train(
     snapshots = check_size(snapshots, "snapshots")
     batch_size = check_size(batch_size, "batch_size")
     learning_rate = check_real(learning_rate, "learning_rate", "3e-3", positive=True)
-    progress = _check_progress(progress)
+    progress = check_progress(progress)
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise ValueError(

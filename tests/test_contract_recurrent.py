@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from attention_utils.explorers import lesson16 as explorers16
 from attention_utils.recurrent import (
     delta_rule_parallel,
     delta_rule_recurrent,
@@ -15,8 +16,9 @@ from attention_utils.recurrent import (
     linear_attention_parallel,
     linear_attention_recurrent,
 )
+from attention_utils.recurrent import recall
 from attention_utils.recurrent.linear_attention import state_bytes
-from attention_utils.recurrent.recall import RecallModel, RecallTask, recall_accuracy, train_recall
+from attention_utils.recurrent.recall import Mixer, RecallModel, RecallTask, recall_accuracy, train_recall
 from contract_helpers import assert_contract_error
 
 FORMS = [linear_attention_parallel, linear_attention_recurrent, linear_attention_chunked]
@@ -150,3 +152,132 @@ def test_training_checks_its_numbers():
 def test_delta_rule_step_checks_its_rates(name, bad):
     rates = {"beta": 1.0, "decay": 1.0, name: bad}
     assert_contract_error(lambda: delta_rule_step(torch.zeros(4, 3), torch.rand(3), torch.rand(4), **rates), name)
+
+
+# Found by issue 30's probe of lessons 14-16: each failed (torch's error, a memory bomb, a silent answer) before its fix.
+
+@pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("beta", [np.float32(0.5), torch.tensor(0.5), torch.tensor(0.5, dtype=torch.float64)], ids=label)
+def test_beta_may_be_a_numpy_or_0d_torch_number(form, beta):
+    assert torch.allclose(form(*GOOD, beta), form(*GOOD, 0.5))
+
+
+def test_return_state_must_be_a_flag():
+    assert_contract_error(lambda: delta_rule_recurrent(*GOOD, 0.5, return_state="yes"), "return_state", kind=TypeError)
+
+
+@pytest.mark.parametrize("name, index, bad", [("key", 1, torch.rand(5, 3)), ("value", 2, torch.rand(5, 4)), ("beta", 3, torch.rand(7))],
+                         ids=label)
+def test_delta_rule_step_needs_one_of_each_per_state(name, index, bad):
+    arguments = [torch.zeros(2, 4, 3), torch.rand(2, 3), torch.rand(2, 4), 0.5]
+    arguments[index] = bad
+    assert_contract_error(lambda: delta_rule_step(*arguments), name, kind=ValueError)
+
+
+@pytest.mark.parametrize("form", [linear_attention_parallel, delta_rule_parallel], ids=lambda f: f.__name__)
+def test_a_parallel_form_refuses_a_matrix_of_scores_too_large_for_memory(form):
+    long = torch.rand(10**6, 1)  # 4 MB of inputs, 8 TB of (T, T) scores
+    extra = (0.5,) if form is delta_rule_parallel else ()
+    assert_contract_error(lambda: form(long, long, long, *extra), "num_tokens", "at most", kind=ValueError)
+
+
+def test_recall_sizes_too_large_for_memory_are_refused():
+    assert_contract_error(lambda: RecallTask(num_keys=4 * 10**9), "num_keys", "at most", kind=ValueError)
+    assert_contract_error(lambda: RecallTask().batch(10**10, torch.Generator()), "batch_size", "at most", kind=ValueError)
+    assert_contract_error(lambda: RecallModel(8, 10**9, ("linear",)), "d_model", "at most", kind=ValueError)
+    assert_contract_error(lambda: RecallModel(8, 8, ("linear",) * 10**6), "len(kinds)", kind=ValueError)
+
+
+def test_recall_model_heads_must_divide_d_model():
+    assert_contract_error(lambda: RecallModel(8, 10, ("linear",), num_heads=3), "d_model", kind=ValueError)
+    assert_contract_error(lambda: Mixer("softmax", 10, 3), "d_model", kind=ValueError)
+
+
+def test_training_refuses_what_is_not_its_model_task_or_progress():
+    task, model = RecallTask(num_keys=8, most_pairs=2), RecallModel(16, 8, ("linear",))
+    assert_contract_error(lambda: train_recall(None, task, 1, 0), "model", kind=TypeError)
+    assert_contract_error(lambda: train_recall(model, None, 1, 0), "task", kind=TypeError)
+    assert_contract_error(lambda: train_recall(RecallModel(8, 8, ("linear",)), task, 1, 0), "vocab_size", kind=ValueError)
+    before = [p.clone() for p in model.parameters()]
+    assert_contract_error(lambda: train_recall(model, task, 1, 0, progress="yes"), "progress", kind=TypeError)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # refused before the first step
+
+
+@pytest.mark.parametrize("name, bad", [("pairs", (0,)), ("pairs", (9,)), ("seeds", 5), ("models", {})], ids=label)
+def test_recall_grid_refuses_before_it_trains(monkeypatch, name, bad):
+    monkeypatch.setattr(recall, "train_recall", lambda *args, **kwargs: pytest.fail("trained before refusing"))
+    arguments = dict(task=RecallTask(num_keys=8, most_pairs=2), d_model=8, seeds=(0,), steps=2, pairs=(1,),
+                     models={"linear": ("linear",)}, progress=False)
+    assert_contract_error(lambda: recall.recall_grid(**{**arguments, name: bad}), name)
+
+
+def test_the_explorer_of_lesson_16_checks_its_sizes():
+    assert_contract_error(lambda: explorers16.draw_states(12, 0, 3), "key_size", kind=ValueError)
+    assert_contract_error(lambda: explorers16.draw_states(12, 8, "x"), "written", kind=TypeError)
+
+
+@pytest.mark.parametrize("form, extra, name", [(linear_attention_recurrent, (), "queries"), (delta_rule_recurrent, (0.5,), "queries"),
+                                               (linear_attention_chunked, (1,), "chunk_size")], ids=lambda v: getattr(v, "__name__", None))
+def test_a_python_loop_over_a_million_steps_is_refused(form, extra, name):
+    long = torch.rand(10**6, 1)  # at about 30 µs a step, a minute
+    assert_contract_error(lambda: form(long, long, long, *extra), name, "100,000", kind=ValueError)
+
+
+def test_the_explorer_of_lesson_16_checks_its_sliders():
+    assert_contract_error(lambda: explorers16.show_states(num_pairs=0), "num_pairs", kind=ValueError)
+    assert_contract_error(lambda: explorers16.show_states(key_size=9), "key_size", kind=ValueError)
+    assert_contract_error(lambda: explorers16.show_states(written=20), "written", kind=ValueError)
+
+
+# a third round: numbers that grow past the dtype
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
+def test_linear_attention_names_scores_that_overflow(form):
+    huge = torch.full((4, 3), 1e20)  # finite, but φ(q)·φ(k) = 3e40 is not a float32
+    assert_contract_error(lambda: form(huge, huge, torch.ones(4, 2)), "queries", "float32")
+
+
+@pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
+def test_a_delta_rule_state_that_grows_past_float32_is_named(form):
+    keys = 10 * torch.nn.functional.normalize(torch.randn(60, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    assert_contract_error(lambda: form(torch.rand(60, 4), keys, torch.rand(60, 4), 1.0), "keys", "normalize", kind=ValueError)
+
+
+def test_recall_training_that_diverges_says_so():
+    task, model = RecallTask(num_keys=8, most_pairs=2), RecallModel(16, 16, ("linear",))
+    assert_contract_error(lambda: train_recall(model, task, 30, 0, batch_size=8, learning_rate=1e6, progress=False),
+                          "learning_rate", "diverged", kind=ValueError)
+
+
+# a fourth round: helper methods and the figures of recall_grid's rows
+
+@pytest.mark.parametrize("bad", [-5, "x", 2.5], ids=label)
+def test_state_floats_needs_a_length(bad):
+    assert_contract_error(lambda: RecallModel(16, 8, ("softmax",)).state_floats(bad), "length")
+
+
+@pytest.mark.parametrize("draw", [explorers16.recall_table, explorers16.draw_recall, explorers16.state_size_table,
+                                  explorers16.draw_state_sizes], ids=lambda f: f.__name__)
+def test_the_figures_of_recall_need_recall_grids_rows(draw):
+    assert_contract_error(lambda: draw([]), "rows", kind=TypeError)
+    assert_contract_error(lambda: draw([{"model": "linear"}]), "rows", kind=TypeError)
+
+
+def test_rows_of_a_model_of_ones_own_are_shown_by_its_name():
+    rows = [{"model": "mine", "seed": 0, "pairs": 2, "key_size": 4, "accuracy": 0.5, "kept_floats": 16}]
+    assert "mine" in explorers16.recall_table(rows)
+    figure = explorers16.draw_state_sizes(rows)  # one model: one panel
+    assert len(figure.axes) == 1
+    import matplotlib.pyplot as plt
+    plt.close(figure)
+
+
+def test_a_mixer_checks_its_input_and_takes_a_batch_of_0():
+    assert_contract_error(lambda: Mixer("linear", 8)(torch.randn(1, 3, 10)), "x", kind=ValueError)
+    assert_contract_error(lambda: Mixer("softmax", 8)(torch.ones(1, 3, 8, dtype=torch.long)), "x", kind=TypeError)
+    assert RecallModel(16, 8, ("delta",))(torch.zeros(0, 4, dtype=torch.long)).shape == (0, 4, 16)
+
+
+def test_kinds_and_key_size_are_named():
+    assert_contract_error(lambda: RecallModel(16, 8, [1, 2]), "kinds[0]", kind=TypeError)
+    assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=10**12), "key_size", "at most", kind=ValueError)

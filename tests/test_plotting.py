@@ -82,4 +82,11 @@ def test_label_points_keeps_labels_apart_and_refuses_bad_input():
     assert_contract_error(lambda: plotting.label_points(ax, points, ["one"]), "labels")
     assert_contract_error(lambda: plotting.label_points(ax, [(1.0, "a")], ["one"]), "points")
     assert_contract_error(lambda: plotting.label_points(None, points, ["a"] * 4), "ax")
+    # issue 30: these were accepted (a label at NaN, a negative font size) or failed in matplotlib's English
+    assert_contract_error(lambda: plotting.label_points(ax, [(float("nan"), 1.0)], ["a"]), "points", kind=ValueError)
+    assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], None), "labels", kind=TypeError)
+    assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], ["a"], fontsize=-1), "fontsize", kind=ValueError)
+    assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], ["a"], fontsize="huge!"), "fontsize",
+                          kind=TypeError)
+    assert_contract_error(lambda: plotting.label_points(ax, [(1.0, 1.0)], ["a"], fontsize=10**12), "fontsize", kind=ValueError)
     plt.close(fig)

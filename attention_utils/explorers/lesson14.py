@@ -11,6 +11,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from ..checks import bilingual, shown
 from ..language import text
 from ..results import FORMATS, SHOWN_ZH, model_timing, roofline_point
 from .widgets import explore
@@ -27,6 +28,11 @@ def roof_at(intensity: float, roofs: dict) -> float:
 def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Figure:
     """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled."""
     roofs, env = results["roofs"], results["environment"]
+    measured = [(r["format"], r["batch"]) for r in results["timings"] if r["phase"] == "decode" and r["format"] in FORMATS]
+    if highlight is not None and (not isinstance(highlight, tuple) or highlight not in measured):
+        raise ValueError(bilingual(
+            f"highlight must be a measured (format, batch), such as {measured[0]}, got {shown(highlight)}.",
+            f"highlight 必须是测过的 (format, batch)，例如 {measured[0]}，实际是 {shown(highlight, True)}。"))
     fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     ridge = roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
     xs = [0.05, ridge, 2000.0]

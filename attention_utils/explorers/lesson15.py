@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from ..checks import bilingual, check_index, check_size, check_tensor, shown
 from ..language import text
 from ..plotting import label_points
 from .widgets import explore
@@ -26,11 +27,17 @@ METHOD_NAMES = {
 
 def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
     """The largest |key| of each channel over the tokens, (kv_heads, head_dim), from keys (1, kv_heads, T, head_dim)."""
+    check_tensor(keys, "keys", ranks=(4,))
     return keys[0].abs().amax(dim=1)
 
 
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
+    check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
+    if not magnitudes.shape[0]:
+        raise ValueError(bilingual("magnitudes hold no head (shape (0, head_dim)): there is no panel to draw.",
+                                   "magnitudes 里没有头（形状为 (0, head_dim)）：没有可画的子图。"))
+    layer = check_size(layer, "layer", minimum=0)
     heads, head_dim = magnitudes.shape
     fig, axes = plt.subplots(heads, 1, figsize=(11, 1.9 * heads + 0.6), sharex=True, layout="constrained", squeeze=False)
     colours = ["C0" if (channel // 2) % 2 == 0 else "C1" for channel in range(head_dim)]
@@ -47,6 +54,9 @@ def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
 
 def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figure:
     """Perplexity against cache bytes per token (log scale), one colour per method; `highlight` rings one point."""
+    _check_points(points)
+    if highlight is not None:
+        highlight = check_index(highlight, "highlight", len(points), "点数")
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     for index, method in enumerate(METHOD_NAMES):
         chosen = sorted((p for p in points if p["method"] == method), key=lambda p: p["bytes_per_token"])
@@ -76,8 +86,19 @@ def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figu
     return fig
 
 
+def _check_points(points: object) -> None:
+    """A non-empty list of points, each a dict with the four keys the figure reads."""
+    fields = ("method", "label", "bytes_per_token", "perplexity")
+    if not isinstance(points, (list, tuple)) or not points or not all(
+            isinstance(p, dict) and set(fields) <= p.keys() for p in points):
+        raise TypeError(bilingual(
+            f"points must be a non-empty list of dicts with the keys {', '.join(fields)}, got {shown(points)}.",
+            f"points 必须是非空的字典列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+
+
 def show_quality_bytes(points: list[dict]) -> None:
     """The explorer: pick a cache (ordered by bytes) and see where it sits."""
+    _check_points(points)
     order = sorted(range(len(points)), key=lambda i: points[i]["bytes_per_token"])
     options = [(f"{points[i]['label']} ({points[i]['bytes_per_token']:,.0f} B)", i) for i in order]
     explore(lambda chosen: draw_quality_bytes(points, chosen),

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from ..checks import bilingual, check_size, shown
 from ..language import table, text
 from ..recurrent.delta_rule import delta_rule_step
 from ..recurrent.recall import MODEL_NAMES
@@ -29,6 +30,7 @@ def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.
 
     The pool's first min(POOL, key_size) keys are orthonormal; any others are random unit vectors.
     """
+    num_pairs, key_size = check_size(num_pairs, "num_pairs", minimum=0, maximum=1000), check_size(key_size, "key_size", maximum=1000)
     generator = torch.Generator().manual_seed(seed)
     basis = torch.linalg.qr(torch.randn(key_size, key_size, generator=generator, dtype=torch.float64)).Q
     extra = torch.randn(max(0, POOL - key_size), key_size, generator=generator, dtype=torch.float64)
@@ -67,7 +69,7 @@ def recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> t
 def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
     """Both states as heatmaps, and for each key seen so far the error ‖S k − v‖ against its latest value."""
     keys, values, ids = recall_example(num_pairs, key_size)
-    written = min(written, num_pairs)
+    written = min(check_size(written, "written", minimum=0), num_pairs)
     states = states_after(keys, values, written)
     seen_keys, seen_values = latest(keys, values, ids, written)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), width_ratios=(1, 1, 1.6), layout="constrained")
@@ -96,7 +98,13 @@ def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
 
 
 def show_states(num_pairs: int = 12, key_size: int = 8, written: int = 9) -> None:
-    """The explorer: how many pairs are written, and the key size d_k."""
+    """The explorer: how many pairs are written, and the key size d_k (2 to 8 on its slider)."""
+    num_pairs = check_size(num_pairs, "num_pairs", maximum=1000)
+    key_size, written = check_size(key_size, "key_size", minimum=2), check_size(written, "written", minimum=0)
+    for name, value, most in (("key_size", key_size, 8), ("written", written, num_pairs)):
+        if value > most:
+            raise ValueError(bilingual(f"{name} must be at most {most} here (the slider's end), got {value}.",
+                                       f"{name} 在这里不能超过 {most}（滑块的最大值），实际是 {value}。"))
     explore(
         lambda written, key_size: draw_states(num_pairs, key_size, written),
         written=widgets.IntSlider(value=written, min=0, max=num_pairs, description=text("pairs written", "写入的键值对")),
@@ -104,8 +112,26 @@ def show_states(num_pairs: int = 12, key_size: int = 8, written: int = 9) -> Non
     )
 
 
+ROW_FIELDS = ("model", "pairs", "accuracy", "kept_floats")  # what recall_grid writes in every row
+
+
+def _check_rows(rows: object, *fields: str) -> None:
+    """Rows as recall_grid returns them: a non-empty list of dicts with the fields the figures read."""
+    needed = ROW_FIELDS + fields
+    if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, dict) and set(needed) <= r.keys() for r in rows):
+        raise TypeError(bilingual(
+            f"rows must be the non-empty list that recall_grid returns (dicts with {', '.join(needed)}), got {shown(rows)}.",
+            f"rows 必须是 recall_grid 返回的非空列表（字典，带有 {'、'.join(needed)}），实际是 {shown(rows, True)}。"))
+
+
+def _names(model: str) -> tuple[str, str]:
+    """A model's name in English and Chinese: lesson 16's five, or the name recall_grid's `models` gave it."""
+    return MODEL_NAMES.get(model, (str(model), str(model)))
+
+
 def _by_model(rows: list[dict]) -> dict[str, dict[int, list[float]]]:
     """{model: {pairs: [accuracy of each seed]}} in the order the rows came."""
+    _check_rows(rows)
     found: dict[str, dict[int, list[float]]] = {}
     for row in rows:
         found.setdefault(row["model"], {}).setdefault(row["pairs"], []).append(row["accuracy"])
@@ -118,7 +144,7 @@ def recall_table(rows: list[dict], language: str = "en") -> str:
     pairs = sorted({row["pairs"] for row in rows})
     zh = language == "zh"
     headers = ["模型" if zh else "model"] + [f"N = {n}" for n in pairs]
-    body = [[MODEL_NAMES[name][zh]] + [" / ".join(f"{a:.2f}" for a in found[name][n]) for n in pairs] for name in found]
+    body = [[_names(name)[zh]] + [" / ".join(f"{a:.2f}" for a in found[name][n]) for n in pairs] for name in found]
     return table(headers, body)
 
 
@@ -128,7 +154,7 @@ def draw_recall(rows: list[dict]) -> Figure:
     kept = {(row["model"], row["pairs"]): row["kept_floats"] for row in rows}
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
     for index, (name, by_pairs) in enumerate(found.items()):
-        label = text(*MODEL_NAMES[name])
+        label = text(*_names(name))
         pairs = sorted(by_pairs)
         accuracies = [by_pairs[n] for n in pairs]
         means = [sum(a) / len(a) for a in accuracies]
@@ -147,6 +173,7 @@ def draw_recall(rows: list[dict]) -> Figure:
 
 def _by_size(rows: list[dict]) -> dict[tuple[str, int], dict[int, list[float]]]:
     """{(model, key size): {pairs: [accuracy of each seed]}}, models in the order they came, key sizes ascending."""
+    _check_rows(rows, "key_size")
     found: dict[tuple[str, int], dict[int, list[float]]] = {}
     for row in sorted(rows, key=lambda r: r["key_size"]):
         found.setdefault((row["model"], row["key_size"]), {}).setdefault(row["pairs"], []).append(row["accuracy"])
@@ -164,7 +191,7 @@ def state_size_table(rows: list[dict], language: str = "en") -> str:
     kept = {(row["model"], row["key_size"], row["pairs"]): row["kept_floats"] for row in rows}
     zh = language == "zh"
     headers = ["模型" if zh else "model", "d_k", f"保存的数（N = {pairs[-1]}）" if zh else f"numbers kept (N = {pairs[-1]})"]
-    body = [[MODEL_NAMES[name][zh], key_size, f"{kept[name, key_size, pairs[-1]]:,}"]
+    body = [[_names(name)[zh], key_size, f"{kept[name, key_size, pairs[-1]]:,}"]
             + [" / ".join(f"{a:.2f}" for a in by_pairs[n]) for n in pairs]
             for (name, key_size), by_pairs in found.items()]
     return table(headers + [f"N = {n}" for n in pairs], body)
@@ -177,7 +204,12 @@ def draw_state_sizes(rows: list[dict], reference: str = "softmax") -> Figure:
     """
     found = _by_size(rows)
     models = [name for name in dict.fromkeys(name for name, _ in found) if name != reference]
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.0), layout="constrained", sharey=True)
+    if not models:
+        raise ValueError(bilingual(f"rows hold no model besides the reference {reference!r}: nothing to draw a panel for.",
+                                   f"rows 里除了参照模型 {reference!r} 之外没有别的模型：没有可画的子图。"))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.0), layout="constrained", sharey=True,
+                             squeeze=False)
+    axes = axes[0]  # one row of panels, also when there is one
     smallest = min((size for name, size in found if name == reference), default=None)
     for ax, name in zip(axes, models):
         sizes = sorted(size for model, size in found if model == name)
@@ -185,9 +217,9 @@ def draw_state_sizes(rows: list[dict], reference: str = "softmax") -> Figure:
             _recall_line(ax, found[name, size], f"C{index}", text(f"d_k = {size}", f"d_k = {size}"))
         if smallest is not None:
             _recall_line(ax, found[reference, smallest], "0.4",
-                         text(f"{MODEL_NAMES[reference][0]}, d_k = {smallest}", f"{MODEL_NAMES[reference][1]}，d_k = {smallest}"),
+                         text(f"{_names(reference)[0]}, d_k = {smallest}", f"{_names(reference)[1]}，d_k = {smallest}"),
                          linestyle="--")
-        ax.set(xlabel=text("key–value pairs N", "键值对数 N"), ylim=(0, 1.02), title=text(*MODEL_NAMES[name]))
+        ax.set(xlabel=text("key–value pairs N", "键值对数 N"), ylim=(0, 1.02), title=text(*_names(name)))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="lower left")
     axes[0].set_ylabel(text("held-out recall", "留出准确率"))

@@ -16,11 +16,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..checks import bilingual, check_size
+from .generation import check_reach, stated_sizes, takes_keywords
 from .kv_cache import KVCache
+
+
+LARGEST_ID = 2**63 - 1  # token ids are int64
 
 
 @dataclass
@@ -46,6 +51,8 @@ def check_prompts(prompts: object) -> list[list[int]]:
             f"prompts 必须是非空的列表，每个元素是一个提示词的词元编号列表，{hint_zh}；实际是 {type(prompts).__name__}。"))
     checked = []
     for index, prompt in enumerate(prompts):
+        if isinstance(prompt, np.ndarray) and prompt.dtype.kind in "iu":  # numpy ids count, as everywhere
+            prompt = torch.from_numpy(prompt.astype(np.int64))
         if isinstance(prompt, torch.Tensor):
             if prompt.dim() != 1 or prompt.dtype not in (torch.int64, torch.int32):
                 raise TypeError(bilingual(
@@ -56,14 +63,23 @@ def check_prompts(prompts: object) -> list[list[int]]:
             raise ValueError(bilingual(
                 f"prompts[{index}] must be a non-empty list of token ids, got {prompt!r:.60}; encode the text first, {hint_en}.",
                 f"prompts[{index}] 必须是非空的词元编号列表，实际是 {prompt!r:.60}；请先把文字编码，{hint_zh}。"))
-        checked.append([check_size(token, f"prompts[{index}] token", minimum=0) for token in prompt])
+        checked.append([_check_id(token, f"prompts[{index}] token") for token in prompt])
     return checked
+
+
+def _check_id(value: object, name: str) -> int:
+    """A token id: an integer from 0 to 2**63 - 1, what an int64 tensor holds."""
+    value = check_size(value, name, minimum=0)
+    if value > LARGEST_ID:
+        raise ValueError(bilingual(f"{name} must be a token id of at most 2**63 - 1 (int64), got {value}.",
+                                   f"{name} 必须是不超过 2**63 - 1（int64）的词元编号，实际是 {value}。"))
+    return value
 
 
 def left_pad(prompts: object, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Token ids (batch, longest) with each prompt at the right end, and the padding mask (True = padding)."""
     prompts = check_prompts(prompts)
-    pad_id = check_size(pad_id, "pad_id", minimum=0)
+    pad_id = _check_id(pad_id, "pad_id")
     longest = max(len(prompt) for prompt in prompts)
     tokens = torch.full((len(prompts), longest), pad_id, dtype=torch.long)
     padding = torch.ones(len(prompts), longest, dtype=torch.bool)
@@ -83,19 +99,26 @@ def generate_batch(
     model never reads it: the padding mask hides it).
     """
     new_tokens = check_size(new_tokens, "new_tokens", minimum=0)
-    if not isinstance(model, nn.Module):
+    if not isinstance(model, nn.Module) or not takes_keywords(model, "cache", "padding_mask"):
         raise TypeError(bilingual(
-            f"model must be a torch module called as model(tokens, cache=..., padding_mask=...), got {type(model).__name__}.",
-            f"model 必须是可以这样调用的 torch 模块：model(tokens, cache=..., padding_mask=...)，实际是 {type(model).__name__}。"))
+            f"model must be a torch module called as model(tokens, cache=..., padding_mask=...), like lesson 13's "
+            f"LlamaModel, got {type(model).__name__}.",
+            f"model 必须是可以这样调用的 torch 模块：model(tokens, cache=..., padding_mask=...)，例如第 13 课的 LlamaModel，"
+            f"实际是 {type(model).__name__}。"))
     if not isinstance(cache, KVCache) or cache.position != 0:
         raise ValueError(bilingual(
             "cache must be a new, empty KVCache(num_layers): batched decoding always uses one.",
             "cache 必须是一个新的、空的 KVCache(num_layers)：批量解码总要用到缓存。"))
     tokens, padding = left_pad(prompts, pad_id)
+    _check_vocabulary(model, tokens, padding, pad_id)
+    check_reach(model, tokens.shape[1], new_tokens)  # refused before the first step, as generate does
     was_training = model.training
     model.eval()
     chosen_from = []
     try:
+        if not new_tokens:  # nothing to generate: the logits still have the vocabulary's width
+            vocab = stated_sizes(model)[1] or model(tokens, padding_mask=padding).shape[-1]
+            return BatchedGeneration(tokens, padding, torch.empty(tokens.shape[0], 0, vocab))
         step_input, mask = tokens, padding
         for _ in range(new_tokens):
             logits = model(step_input, cache=cache, padding_mask=mask)[:, -1]  # (batch, vocab)
@@ -104,5 +127,18 @@ def generate_batch(
             tokens = torch.cat([tokens, step_input], dim=1)
     finally:
         model.train(was_training)
-    scored = torch.stack(chosen_from, dim=1) if chosen_from else torch.empty(tokens.shape[0], 0, 0)
-    return BatchedGeneration(tokens, padding, scored)
+    return BatchedGeneration(tokens, padding, torch.stack(chosen_from, dim=1))
+
+
+def _check_vocabulary(model: nn.Module, tokens: torch.Tensor, padding: torch.Tensor, pad_id: int) -> None:
+    """Every prompt's ids and pad_id below the vocabulary size the model states (`model.config.vocab_size`)."""
+    vocab = stated_sizes(model)[1]
+    if vocab is None:
+        return
+    largest = int(tokens[~padding].max())
+    for name, value in (("prompts", largest), ("pad_id", pad_id if padding.any() else 0)):
+        if value >= vocab:
+            raise ValueError(bilingual(
+                f"{name} holds the token id {value}, but the model's vocabulary has ids 0 to {vocab - 1}; "
+                "encode the prompts with this model's tokenizer.",
+                f"{name} 里有词元编号 {value}，而模型的词表只有 0 到 {vocab - 1}；请用这个模型的分词器来编码提示词。"))

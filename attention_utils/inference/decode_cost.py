@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checks import bilingual, check_size
+from ..checks import bilingual, check_real, check_size
 
 SIZES = ("d_model", "num_layers", "num_heads", "num_kv_heads", "head_dim", "d_ff", "vocab_size")
 
@@ -83,7 +83,9 @@ def _sizes(config: object) -> dict[str, int]:
 
 
 def _positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 64:
-        raise ValueError(bilingual(f"{name} must be a number of bytes above 0 (4 for float32, 2 for bfloat16), got {value!r}.",
-                                   f"{name} 必须是大于 0 的字节数（float32 为 4，bfloat16 为 2），实际是 {value!r}。"))
-    return float(value)
+    """Bytes per number: a real number above 0 and below 64 (numpy and 0-d torch numbers count)."""
+    value = check_real(value, name, "4", positive=True)
+    if value >= 64:
+        raise ValueError(bilingual(f"{name} must be a number of bytes below 64 (4 for float32, 2 for bfloat16), got {value:g}.",
+                                   f"{name} 必须是小于 64 的字节数（float32 为 4，bfloat16 为 2），实际是 {value:g}。"))
+    return value

@@ -6,6 +6,7 @@ returns logits (batch, T, vocab): the tiny model of lessons 10-12 and the real o
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -60,7 +61,7 @@ def generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int, cache: KVC
     tokens, step_input, chosen_from = prompt, prompt, []
     try:
         if not new_tokens:  # nothing to generate: one run on the prompt (no cache touched) tells the vocabulary size
-            vocab = _sizes(model)[1] or check_logits(model(prompt), prompt).shape[-1]
+            vocab = stated_sizes(model)[1] or check_logits(model(prompt), prompt).shape[-1]
             return Generation(prompt, torch.empty(prompt.shape[0], 0, vocab, device=prompt.device))
         for _ in range(new_tokens):
             logits = check_logits(model(step_input) if cache is None else model(step_input, cache=cache), step_input)
@@ -72,31 +73,40 @@ def generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int, cache: KVC
     return Generation(tokens, torch.stack(chosen_from, dim=1))
 
 
-def check_prompt(prompt: object) -> torch.Tensor:
+def check_prompt(prompt: object, name: str = "prompt") -> torch.Tensor:
     """A prompt is token ids: an integer tensor (batch, T) with at least one token (the model checks the ids)."""
     if not isinstance(prompt, torch.Tensor) or prompt.dtype not in (torch.int64, torch.int32):
         kind = prompt.dtype if isinstance(prompt, torch.Tensor) else type(prompt).__name__
         raise TypeError(
             bilingual(
-                f"prompt must be an integer tensor of token ids (batch, T), got {kind}; "
+                f"{name} must be an integer tensor of token ids (batch, T), got {kind}; "
                 "use model_inputs(tokenizer, 'your prompt') or torch.tensor([[1, 2, 3]]).",
-                f"prompt 必须是由词元编号组成的整数张量 (batch, T)，实际是 {kind}；"
+                f"{name} 必须是由词元编号组成的整数张量 (batch, T)，实际是 {kind}；"
                 "请用 model_inputs(tokenizer, '你的提示词') 或 torch.tensor([[1, 2, 3]]) 生成。",
             )
         )
     if prompt.dim() != 2 or prompt.shape[1] == 0:
         raise ValueError(
             bilingual(
-                f"prompt must have shape (batch, T) with at least one token, got {tuple(prompt.shape)}; "
-                "for one sequence of ids write prompt.unsqueeze(0).",
-                f"prompt 的形状应为 (batch, T)，且至少有一个词元，实际是 {tuple(prompt.shape)}；"
-                "如果是一条编号序列，请写 prompt.unsqueeze(0)。",
+                f"{name} must have shape (batch, T) with at least one token, got {tuple(prompt.shape)}; "
+                f"for one sequence of ids write {name}.unsqueeze(0).",
+                f"{name} 的形状应为 (batch, T)，且至少有一个词元，实际是 {tuple(prompt.shape)}；"
+                f"如果是一条编号序列，请写 {name}.unsqueeze(0)。",
             )
         )
     return prompt
 
 
-def _sizes(model: nn.Module) -> tuple[int | None, int | None]:
+def takes_keywords(model: nn.Module, *names: str) -> bool:
+    """True when model(...) accepts these keyword arguments (or any keyword at all): a cache, a padding mask."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # no signature to read: let the call tell
+        return True
+    return any(p.kind is p.VAR_KEYWORD for p in parameters.values()) or all(name in parameters for name in names)
+
+
+def stated_sizes(model: nn.Module) -> tuple[int | None, int | None]:
     """The context length and vocabulary size a model states (`model.config.x` or `model.x`), None where it states none."""
     found = []
     for name in ("context_length", "vocab_size"):
@@ -107,7 +117,7 @@ def _sizes(model: nn.Module) -> tuple[int | None, int | None]:
 
 def check_reach(model: nn.Module, prompt_length: int, new_tokens: int) -> None:
     """The last new token is chosen after the model read prompt + new_tokens - 1 tokens: that must fit its context."""
-    context, _ = _sizes(model)
+    context, _ = stated_sizes(model)
     limit = UNSTATED_CONTEXT if context is None else context
     read = prompt_length + new_tokens - 1
     if context is not None and prompt_length > context:

@@ -179,7 +179,7 @@ class LayerCache:
                 bilingual(
                     f"The new keys (batch, kv_heads, head_dim, dtype, device) = {new} do not match the cached ones "
                     f"{stored}; use a new KVCache for each sequence or batch.",
-                    f"新的键 (batch, kv_heads, head_dim, dtype, device) = {new} 与缓存中的 {stored} 不一致；"
+                    f"新的 keys (batch, kv_heads, head_dim, dtype, device) = {new} 与缓存中的 {stored} 不一致；"
                     "每个序列或批次请使用新的 KVCache。",
                 )
             )

@@ -23,8 +23,9 @@ import math
 import torch
 from torch import nn
 
-from ..arguments import check_flag, check_size
-from ..checks import bilingual, check_length, check_tensor
+from ..checks import bilingual, check_flag, check_length, check_real, check_result, check_size, check_tensor
+from ..devices import check_fits
+from ..modules import FLOAT_BYTES
 from ..rotary import apply_rotary
 
 
@@ -38,6 +39,12 @@ class LatentCache:
 
     def update(self, latents: torch.Tensor, rotary_keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the new tokens' latents and rotary keys; return everything held."""
+        check_tensor(latents, "latents", ranks=(3,))
+        check_tensor(rotary_keys, "rotary_keys", ranks=(3,))
+        if rotary_keys.shape[:2] != latents.shape[:2]:
+            raise ValueError(bilingual(
+                f"rotary_keys {tuple(rotary_keys.shape)} must have the batch and tokens of latents {tuple(latents.shape)}.",
+                f"rotary_keys {tuple(rotary_keys.shape)} 的批次和词元数必须与 latents {tuple(latents.shape)} 相同。"))
         if self.latents is not None and (latents.shape[0], latents.shape[2]) != (self.latents.shape[0], self.latents.shape[2]):
             raise ValueError(bilingual(
                 f"The new latents {tuple(latents.shape)} do not match the cached {tuple(self.latents.shape)}; "
@@ -75,10 +82,15 @@ class LatentAttention(nn.Module):
         self.d_model, self.num_heads, self.head_dim, self.latent_dim, self.rope_dim = (
             check_size(d_model, "d_model"), check_size(num_heads, "num_heads"), check_size(head_dim, "head_dim"),
             check_size(latent_dim, "latent_dim"), check_size(rope_dim, "rope_dim", minimum=0))
-        if rope_dim % 2:
+        if self.rope_dim % 2:
             raise ValueError(bilingual(f"rope_dim must be even (rotary turns pairs), got {rope_dim}.",
                                        f"rope_dim 必须是偶数（旋转位置编码两两配对），实际是 {rope_dim}。"))
-        self.context_length, self.rotary_base = check_size(context_length, "context_length"), float(rotary_base)
+        self.context_length = check_size(context_length, "context_length")
+        self.rotary_base = check_real(rotary_base, "rotary_base", "10000.0", positive=True)
+        _check_fits(self.context_length, d_model=self.d_model, num_heads=self.num_heads, head_dim=self.head_dim,
+                    latent_dim=self.latent_dim, rope_dim=self.rope_dim)
+        d_model, num_heads, head_dim, latent_dim, rope_dim = (
+            self.d_model, self.num_heads, self.head_dim, self.latent_dim, self.rope_dim)  # plain ints from here on
         self.W_query = nn.Linear(d_model, num_heads * (head_dim + rope_dim), bias=False)
         self.W_down = nn.Linear(d_model, latent_dim, bias=False)  # the latent: all the cache keeps (with the rotary key)
         # one rotary key per token, shared by the heads (none without rotary features)
@@ -86,7 +98,7 @@ class LatentAttention(nn.Module):
         self.W_up_key = nn.Linear(latent_dim, num_heads * head_dim, bias=False)
         self.W_up_value = nn.Linear(latent_dim, num_heads * head_dim, bias=False)
         self.out_proj = nn.Linear(num_heads * head_dim, d_model)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+        self.register_buffer("mask", torch.triu(torch.ones(self.context_length, self.context_length), diagonal=1))
 
     def _project(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, ...]:
         """Queries (content, rotary) per head, and the new tokens' latents and rotary keys."""
@@ -108,7 +120,7 @@ class LatentAttention(nn.Module):
         scale = 1 / math.sqrt(self.head_dim + self.rope_dim)
         return torch.softmax((scores * scale).masked_fill(hidden, float("-inf")), dim=-1)
 
-    def naive(self, content, rotary, latents, rotary_keys, start):
+    def _naive(self, content, rotary, latents, rotary_keys, start):
         """Up-project every cached latent to each head's key and value, then attend."""
         b, s, _ = latents.shape
         keys = self.W_up_key(latents).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)  # (b, h, S, head_dim)
@@ -118,7 +130,7 @@ class LatentAttention(nn.Module):
         context = (weights @ values).transpose(1, 2).flatten(2)  # (b, T, h * head_dim)
         return self.out_proj(context), weights
 
-    def absorbed(self, content, rotary, latents, rotary_keys, start):
+    def _absorbed(self, content, rotary, latents, rotary_keys, start):
         """Fold W_up_key into the queries and W_up_value into out_proj; attend over the latents themselves."""
         up_key = self.W_up_key.weight.view(self.num_heads, self.head_dim, self.latent_dim)
         latent_queries = content @ up_key  # (b, h, T, latent_dim): q_h W_uk[h]^T, in the latent space
@@ -144,5 +156,19 @@ class LatentAttention(nn.Module):
         content, rotary, latents, rotary_keys = self._project(x, start)
         if cache is not None:
             latents, rotary_keys = cache.update(latents, rotary_keys)
-        output, weights = (self.absorbed if absorbed else self.naive)(content, rotary, latents, rotary_keys, start)
+        output, weights = (self._absorbed if absorbed else self._naive)(content, rotary, latents, rotary_keys, start)
+        check_result(self, output, x)  # NaN or inf from a finite x: the weights hold NaN, or too large for the dtype
         return (output, weights) if return_weights else output
+
+
+def _check_fits(context_length: int, **sizes: int) -> None:
+    """The mask (context_length²) and the weights must fit in memory; each size alone first, so the message names it."""
+
+    def weight_bytes(d_model: int, num_heads: int, head_dim: int, latent_dim: int, rope_dim: int) -> int:
+        query, down, up = d_model * num_heads * (head_dim + rope_dim), d_model * (latent_dim + rope_dim), latent_dim * num_heads * head_dim
+        return FLOAT_BYTES * (query + down + 2 * up + num_heads * head_dim * d_model + d_model)
+
+    check_fits(context_length, "context_length", lambda n: FLOAT_BYTES * n * n)
+    for name, value in sizes.items():
+        check_fits(value, name, lambda v, name=name: weight_bytes(**{**dict.fromkeys(sizes, 1), name: v}))
+    check_fits(sizes["d_model"], "d_model", lambda d: weight_bytes(**{**sizes, "d_model": d}))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from ..arguments import check_size
-from ..checks import bilingual, check_tensor
+from ..checks import bilingual, check_size, check_tensor, shown
+from ..devices import check_fits
 from .kv_cache import KVCache, LayerCache
 
 
@@ -27,14 +27,17 @@ def fit_basis(vectors: torch.Tensor) -> torch.Tensor:
     """
     check_tensor(vectors, "vectors", ranks=(4,))
     rows = vectors.transpose(0, 1).flatten(1, 2)  # (kv_heads, b * T, head_dim)
+    # full_matrices also builds U, (b * T) x (b * T) numbers in float64 per head: refuse more vectors than that fits
+    check_fits(rows.shape[1], "vectors' b * T", lambda n: 8 * rows.shape[0] * n * n, vectors.device)
     return torch.linalg.svd(rows.double(), full_matrices=True).Vh.transpose(1, 2).to(vectors.dtype)
 
 
 def fit_bases(cache: KVCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """One (key basis, value basis) per layer, from what a filled KVCache holds."""
     if not isinstance(cache, KVCache) or cache.tokens_kept == 0:
-        raise ValueError(bilingual("fit_bases needs a KVCache filled by running the model on a text.",
-                                   "fit_bases 需要一个已经把模型在文本上跑过一遍、填满了的 KVCache。"))
+        raise (ValueError if isinstance(cache, KVCache) else TypeError)(bilingual(
+            f"cache must be a KVCache filled by running the model on a text, got {shown(cache)}.",
+            f"cache 必须是一个已经把模型在文本上跑过一遍、填满了的 KVCache，实际是 {shown(cache, True)}。"))
     return [(fit_basis(layer.keys), fit_basis(layer.values)) for layer in cache.layers]
 
 
@@ -45,19 +48,47 @@ class LowRankLayerCache(LayerCache):
         super().__init__()
         for name, basis in (("key_basis", key_basis), ("value_basis", value_basis)):
             check_tensor(basis, name, ranks=(3,))  # (kv_heads, head_dim, head_dim), as fit_bases returns
-        self.rank = check_size(rank, "rank", maximum=key_basis.shape[-1])
-        self.key_basis, self.value_basis = key_basis[..., :rank], value_basis[..., :rank]  # (kv_heads, head_dim, rank)
+            if basis.shape != key_basis.shape or basis.shape[1] != basis.shape[2]:
+                raise ValueError(bilingual(
+                    f"`{name}` must be (kv_heads, head_dim, head_dim) as fit_bases returns it, the same for keys and "
+                    f"values; got key_basis {tuple(key_basis.shape)} and value_basis {tuple(value_basis.shape)}.",
+                    f"`{name}` 的形状必须是 fit_bases 返回的 (kv_heads, head_dim, head_dim)，键和值的相同；实际 key_basis 是 "
+                    f"{tuple(key_basis.shape)}，value_basis 是 {tuple(value_basis.shape)}。"))
+        self.rank = check_size(rank, "rank")
+        if self.rank > key_basis.shape[-1]:
+            raise ValueError(bilingual(
+                f"rank={self.rank} must be at most head_dim={key_basis.shape[-1]}: a basis has that many directions.",
+                f"rank={self.rank} 不能超过 head_dim={key_basis.shape[-1]}：基里只有这么多个方向。"))
+        self.key_basis, self.value_basis = key_basis[..., :self.rank], value_basis[..., :self.rank]  # (kv_heads, head_dim, rank)
 
     def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if window is not None:
-            raise ValueError(bilingual("A LowRankLayerCache keeps every token; it cannot be combined with a window.",
-                                       "LowRankLayerCache 保留全部词元，不能与滑动窗口一起使用。"))
+            raise ValueError(bilingual("A LowRankLayerCache keeps every token; it cannot be combined with a sliding window.",
+                                       "LowRankLayerCache 保留全部词元，不能与滑动窗口（window）一起使用。"))
+        self._check_basis_fits(keys, values)
         rebuilt = [x @ basis @ basis.transpose(-2, -1) for x, basis in ((keys, self.key_basis), (values, self.value_basis))]
         stored_keys, stored_values, positions = super().update(*rebuilt)
         new = keys.shape[2]
         return (torch.cat([stored_keys[:, :, :-new], keys], 2) if new else stored_keys,
                 torch.cat([stored_values[:, :, :-new], values], 2) if new else stored_values, positions)
+
+    def _check_basis_fits(self, keys: object, values: object) -> None:
+        """Keys and values (b, kv_heads, T, head_dim) with the bases' kv_heads and head_dim."""
+        self._check(keys, values, None, 0)
+        heads, head_dim = self.key_basis.shape[:2]
+        if (keys.dtype, keys.device) != (self.key_basis.dtype, self.key_basis.device):
+            raise TypeError(bilingual(
+                f"keys are {keys.dtype} on {keys.device} but the bases are {self.key_basis.dtype} on "
+                f"{self.key_basis.device}; fit the bases on this model's cache, or convert them with .to(keys.dtype).",
+                f"keys 的类型是 {keys.dtype}、在 {keys.device} 上，而基的类型是 {self.key_basis.dtype}、在 "
+                f"{self.key_basis.device} 上；请用这个模型的缓存拟合基，或用 .to(keys.dtype) 转换。"))
+        if (keys.shape[1], keys.shape[3]) != (heads, head_dim):
+            raise ValueError(bilingual(
+                f"keys {tuple(keys.shape)} must have kv_heads={heads} and head_dim={head_dim}, as the bases were fitted; "
+                "fit the bases on this model's cache.",
+                f"keys {tuple(keys.shape)} 的 kv_heads 应为 {heads}、head_dim 应为 {head_dim}，与拟合基时一致；"
+                "请用这个模型的缓存来拟合基。"))
 
     def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """LlamaModel's checked-once path: what `update` returns (this cache stores in its own way, so no shortcut)."""
@@ -71,6 +102,10 @@ class LowRankLayerCache(LayerCache):
 
 def low_rank_kv_cache(bases: list[tuple[torch.Tensor, torch.Tensor]], rank: int) -> KVCache:
     """A KVCache whose layer i keeps `rank` coordinates in bases[i] (from fit_bases)."""
+    if not isinstance(bases, (list, tuple)) or not bases or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in bases):
+        raise TypeError(bilingual(
+            f"bases must be the list of (key basis, value basis) pairs that fit_bases returns, one per layer, got {shown(bases)}.",
+            f"bases 必须是 fit_bases 返回的列表，每层一对 (键的基, 值的基)，实际是 {shown(bases, True)}。"))
     cache = KVCache(len(bases))
     cache.layers = [LowRankLayerCache(keys, values, rank) for keys, values in bases]
     return cache

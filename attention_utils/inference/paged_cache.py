@@ -18,15 +18,29 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..arguments import check_size
-from ..checks import bilingual, check_tensor
+from ..checks import bilingual, check_size, check_tensor, shown
+from ..devices import check_fits
 from .kv_cache import KVCache, LayerCache
 
 
 def pages_needed(lengths: list[int], page_size: int = 16) -> int:
     """Pages a batch of sequences of these lengths holds: each needs ceil(length / page_size)."""
     page_size = check_size(page_size, "page_size")
-    return sum(-(-check_size(n, "length", minimum=0) // page_size) for n in lengths)
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__") or getattr(lengths, "ndim", 1) != 1:
+        raise TypeError(bilingual(f"lengths must be a list of sequence lengths, such as [37, 5, 64], got {shown(lengths)}.",
+                                  f"lengths 必须是由序列长度组成的列表，例如 [37, 5, 64]，实际是 {shown(lengths, True)}。"))
+    return sum(-(-check_size(n, f"lengths[{i}]", minimum=0) // page_size) for i, n in enumerate(lengths))
+
+
+def _check_pool_fits(sizes: dict[str, int], bytes_per_value: int) -> None:
+    """The pool's keys and values must fit in memory: each size alone first, so the message names the one too large."""
+
+    def pool_bytes(num_pages: int, num_kv_heads: int, page_size: int, head_dim: int) -> int:
+        return 2 * num_pages * num_kv_heads * page_size * head_dim * bytes_per_value
+
+    for name, value in sizes.items():
+        check_fits(value, name, lambda v, name=name: pool_bytes(**{**dict.fromkeys(sizes, 1), name: v}))
+    check_fits(sizes["num_pages"], "num_pages", lambda n: pool_bytes(**{**sizes, "num_pages": n}))
 
 
 class PagedCache:
@@ -34,9 +48,14 @@ class PagedCache:
 
     def __init__(self, num_pages: int, num_kv_heads: int, head_dim: int, page_size: int = 16,
                  dtype: torch.dtype = torch.float32) -> None:
-        self.page_size = check_size(page_size, "page_size")
-        shape = (check_size(num_pages, "num_pages"), check_size(num_kv_heads, "num_kv_heads"), self.page_size,
-                 check_size(head_dim, "head_dim"))
+        sizes = {name: check_size(value, name) for name, value in
+                 (("num_pages", num_pages), ("num_kv_heads", num_kv_heads), ("page_size", page_size), ("head_dim", head_dim))}
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(bilingual(f"dtype must be a floating-point torch.dtype such as torch.float32, got {shown(dtype)}.",
+                                      f"dtype 必须是浮点类型的 torch.dtype，例如 torch.float32，实际是 {shown(dtype, True)}。"))
+        _check_pool_fits(sizes, torch.finfo(dtype).bits // 8)
+        num_pages, self.page_size = sizes["num_pages"], sizes["page_size"]
+        shape = tuple(sizes.values())  # (num_pages, num_kv_heads, page_size, head_dim)
         self.keys, self.values = torch.zeros(shape, dtype=dtype), torch.zeros(shape, dtype=dtype)
         self.holders = [0] * num_pages  # how many block tables hold each page; 0 = free
         self.block_tables: dict[int, list[int]] = {}
@@ -51,6 +70,7 @@ class PagedCache:
 
     def fork(self, sequence: int) -> int:
         """A new sequence that shares every page of `sequence` (no copy until one of them writes to a shared page)."""
+        sequence = self._id(sequence)
         table = self._table(sequence)
         child = self.new_sequence()
         self.block_tables[child], self.lengths[child] = list(table), self.lengths[sequence]
@@ -60,12 +80,14 @@ class PagedCache:
 
     def free(self, sequence: int) -> None:
         """Give back the pages only this sequence held, and forget it."""
+        sequence = self._id(sequence)
         for page in self._table(sequence):
             self.holders[page] -= 1
         del self.block_tables[sequence], self.lengths[sequence]
 
     def append(self, sequence: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Write the new tokens' keys and values (kv_heads, T, head_dim) after the sequence's last token."""
+        sequence = self._id(sequence)
         table = self._table(sequence)
         self._check_new(keys, values)
         length = self.lengths[sequence]
@@ -83,16 +105,19 @@ class PagedCache:
                 table[-1] = self._copy_page(table[-1])
             count = min(self.page_size - slot, keys.shape[1] - written)
             page = table[-1]
-            self.keys[page, :, slot:slot + count] = keys[:, written:written + count]
-            self.values[page, :, slot:slot + count] = values[:, written:written + count]
+            self.keys[page, :, slot:slot + count] = keys[:, written:written + count].detach()  # a cache keeps no graph
+            self.values[page, :, slot:slot + count] = values[:, written:written + count].detach()
             self.lengths[sequence] += count
             written += count
 
     def gather(self, sequence: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The sequence's keys and values (kv_heads, length, head_dim): its pages read in block-table order."""
+        sequence = self._id(sequence)
         table = torch.tensor(self._table(sequence), dtype=torch.long)
         length = self.lengths[sequence]
         heads, head_dim = self.keys.shape[1], self.keys.shape[3]
+        if not length:  # no page yet: no keys and no values
+            return self.keys.new_zeros(heads, 0, head_dim), self.values.new_zeros(heads, 0, head_dim)
         return tuple(pool[table].transpose(0, 1).reshape(heads, -1, head_dim)[:, :length]
                      for pool in (self.keys, self.values))
 
@@ -128,7 +153,13 @@ class PagedCache:
         self.holders[page] -= 1
         return copy
 
-    def _table(self, sequence: object) -> list[int]:
+    def _id(self, sequence: object) -> int:
+        """A sequence id this cache knows, as an int (numpy and 0-d torch integers count; True and 1.0 do not)."""
+        sequence = check_size(sequence, "sequence")
+        self._table(sequence)
+        return sequence
+
+    def _table(self, sequence: int) -> list[int]:
         if sequence not in self.block_tables:
             raise ValueError(bilingual(
                 f"There is no sequence {sequence!r} in this cache; use an id that new_sequence() or fork() returned.",
@@ -149,9 +180,20 @@ class PagedCache:
 
 def paged_attention(queries: torch.Tensor, cache: PagedCache, sequence: int) -> torch.Tensor:
     """The last T_q tokens' queries (heads, T_q, head_dim) attend causally to the sequence's gathered pages."""
+    if not isinstance(cache, PagedCache):
+        raise TypeError(bilingual(f"cache must be a PagedCache, got {shown(cache)}.",
+                                  f"cache 必须是 PagedCache，实际是 {shown(cache, True)}。"))
     keys, values = cache.gather(sequence)
     check_tensor(queries, "queries", ranks=(3,), last_dim=keys.shape[-1], last_name="head_dim")
     t, s = queries.shape[1], keys.shape[1]
+    if queries.shape[0] % keys.shape[0] or t > s or queries.dtype != keys.dtype or queries.device != keys.device:
+        raise ValueError(bilingual(
+            f"queries {tuple(queries.shape)} {queries.dtype} must be (heads, T_q, head_dim) with heads a multiple of the "
+            f"cache's kv_heads={keys.shape[0]}, T_q at most the {s} tokens the sequence holds (the queries are its last "
+            f"tokens), and the cache's dtype {keys.dtype} on {keys.device}.",
+            f"queries {tuple(queries.shape)} {queries.dtype} 的形状应为 (heads, T_q, head_dim)：heads 是缓存 kv_heads={keys.shape[0]} "
+            f"的整数倍，T_q 不超过该序列已存的 {s} 个词元（查询是它最后的几个词元），类型和设备与缓存相同"
+            f"（{keys.dtype}，{keys.device}）。"))
     may_attend = torch.ones(t, s, dtype=torch.bool).tril(diagonal=s - t)  # query i sits at position s - t + i
     return nn.functional.scaled_dot_product_attention(queries[None], keys[None], values[None], attn_mask=may_attend,
                                                       enable_gqa=queries.shape[0] != keys.shape[0])[0]
@@ -162,17 +204,28 @@ class PagedLayerCache(LayerCache):
 
     def __init__(self, pages: PagedCache, sequence: int | None = None) -> None:
         super().__init__()
+        if not isinstance(pages, PagedCache):
+            raise TypeError(bilingual(f"pages must be a PagedCache, got {shown(pages)}.",
+                                      f"pages 必须是 PagedCache，实际是 {shown(pages, True)}。"))
         self.pages = pages
-        self.sequence = pages.new_sequence() if sequence is None else sequence
+        self.sequence = pages.new_sequence() if sequence is None else pages._id(sequence)
         self.position = pages.lengths[self.sequence]  # a forked sequence goes on after its shared prefix
 
     def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Write the new keys and values (1, kv_heads, T, head_dim) into pages; return the sequence gathered."""
-        if window is not None or keys.dim() != 4 or keys.shape[0] != 1:
+        if window is not None:
             raise ValueError(bilingual(
-                "A PagedLayerCache holds one sequence (batch 1) without a window; give each sequence its own.",
-                "PagedLayerCache 只保存一个序列（批大小 1），不带窗口；请给每个序列各建一个。"))
+                "A PagedLayerCache keeps every token; it cannot be combined with a sliding window.",
+                "PagedLayerCache 保留全部词元，不能与滑动窗口（window）一起使用。"))
+        for name, x in (("keys", keys), ("values", values)):
+            check_tensor(x, name, ranks=(4,))
+            if x.shape[0] != 1:
+                raise ValueError(bilingual(
+                    f"{name} must hold one sequence (batch 1), got shape {tuple(x.shape)}; a PagedLayerCache holds one "
+                    "sequence: give each sequence its own.",
+                    f"{name} 只能有一个序列（批大小 1），实际形状是 {tuple(x.shape)}；一个 PagedLayerCache 只保存一个序列，"
+                    "请给每个序列各建一个。"))
         self.pages.append(self.sequence, keys[0], values[0])
         self.position = self.pages.lengths[self.sequence]
         self.positions = torch.arange(self.position)
@@ -188,12 +241,30 @@ class PagedLayerCache(LayerCache):
         return self.pages.gather(self.sequence)[0][None] if self.position else None
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values this sequence holds, as LayerCache counts them (its pages: reserved_bytes)."""
+        _, heads, _, head_dim = self.pages.keys.shape
+        return 2 * heads * head_dim * self.position * self.pages.keys.element_size()
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes of the pages in this sequence's block table (a page it shares counts here too)."""
+        return len(self.pages.block_tables[self.sequence]) * self.pages.page_bytes
+
+    @property
     def values(self) -> torch.Tensor | None:
         return self.pages.gather(self.sequence)[1][None] if self.position else None
 
 
 def paged_kv_cache(pools: list[PagedCache], sequences: list[int] | None = None) -> KVCache:
     """A KVCache for one sequence whose layer i lives in pools[i] (one pool per layer, shared by many sequences)."""
+    if not isinstance(pools, (list, tuple)) or not pools or not all(isinstance(pool, PagedCache) for pool in pools):
+        raise TypeError(bilingual(f"pools must be a non-empty list of PagedCache, one per layer, got {shown(pools)}.",
+                                  f"pools 必须是非空的 PagedCache 列表，每层一个，实际是 {shown(pools, True)}。"))
+    if sequences is not None and (not isinstance(sequences, (list, tuple)) or len(sequences) != len(pools)):
+        raise ValueError(bilingual(
+            f"sequences must be None or one sequence id per pool ({len(pools)}), got {shown(sequences)}.",
+            f"sequences 必须是 None，或者每个页池一个序列编号（共 {len(pools)} 个），实际是 {shown(sequences, True)}。"))
     cache = KVCache(len(pools))
     cache.layers = [PagedLayerCache(pool, None if sequences is None else sequences[i]) for i, pool in enumerate(pools)]
     return cache

@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import torch
 
-from ..arguments import check_size
-from ..checks import bilingual, check_tensor
+from ..checks import bilingual, cannot_read, check_dim, check_size, check_tensor, shown
 from .kv_cache import KVCache, LayerCache
 
 BITS = (8, 4)
 
 
 def check_bits(bits: object) -> int:
-    """Bits per stored number: 8 or 4."""
-    if isinstance(bits, bool) or bits not in BITS:
-        raise ValueError(bilingual(f"bits must be 8 or 4, got {bits!r}.", f"bits 必须是 8 或 4，实际是 {bits!r}。"))
-    return int(bits)
+    """Bits per stored number: 8 or 4 (an integer, as every size)."""
+    bits = check_size(bits, "bits")
+    if bits not in BITS:
+        raise ValueError(bilingual(f"bits must be 8 or 4, got {bits}.", f"bits 必须是 8 或 4，实际是 {bits}。"))
+    return bits
 
 
 def quantize(x: torch.Tensor, bits: int, dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -42,8 +42,18 @@ def quantize(x: torch.Tensor, bits: int, dim: int) -> tuple[torch.Tensor, torch.
     """
     check_tensor(x, "x", ranks=(1, 2, 3, 4, 5))
     bits = check_bits(bits)
+    dim = check_dim(dim, x, "x")
+    if x.shape[dim] == 0:  # groups of no numbers: no codes, and a scale and offset of 0 that nothing uses
+        shape = list(x.shape)
+        shape[dim] = 1
+        return torch.zeros_like(x, dtype=torch.uint8), x.new_zeros(shape), x.new_zeros(shape)
     low, high = x.amin(dim=dim, keepdim=True), x.amax(dim=dim, keepdim=True)
     scale = (high - low) / (2**bits - 1)
+    if not cannot_read(scale) and not torch.isfinite(scale).all():
+        raise ValueError(bilingual(
+            f"The range of `x` (largest minus smallest, along dim={dim}) overflows {x.dtype}; "
+            "quantize x.float() (or x.double()) instead.",
+            f"`x` 的取值范围（沿 dim={dim} 的最大值减最小值）超出了 {x.dtype} 的表示范围；请改为量化 x.float()（或 x.double()）。"))
     step = torch.where(scale > 0, scale, torch.ones_like(scale))  # a constant group: every code 0, offset exact
     codes = torch.round((x - low) / step).clamp(0, 2**bits - 1).to(torch.uint8)
     return codes, scale, low
@@ -51,17 +61,35 @@ def quantize(x: torch.Tensor, bits: int, dim: int) -> tuple[torch.Tensor, torch.
 
 def dequantize(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
     """The numbers the codes stand for: codes * scale + offset, in the scale's dtype."""
+    _check_codes(codes, "codes")
+    check_tensor(scale, "scale", ranks=range(codes.dim() + 1))
+    check_tensor(offset, "offset", ranks=range(codes.dim() + 1))
     return codes.to(scale.dtype) * scale + offset
 
 
 def pack_int4(codes: torch.Tensor) -> torch.Tensor:
     """Two 4-bit codes in one byte along the last dimension (which must be even): half the bytes."""
+    _check_codes(codes, "codes")
+    if codes.dim() == 0 or codes.shape[-1] % 2 or (codes.numel() and not cannot_read(codes) and int(codes.max()) > 15):
+        raise ValueError(bilingual(
+            f"`codes` must be 4-bit codes (0 to 15) with an even last dimension, two to a byte; got shape "
+            f"{tuple(codes.shape)}.",
+            f"`codes` 必须是 4 位编码（0 到 15），且最后一维为偶数，每两个放进一个字节；实际形状是 {tuple(codes.shape)}。"))
     return codes[..., 0::2] | (codes[..., 1::2] << 4)
 
 
 def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
     """The codes pack_int4 stored: low half-byte first."""
+    _check_codes(packed, "packed")
     return torch.stack((packed & 15, packed >> 4), dim=-1).flatten(-2)
+
+
+def _check_codes(codes: object, name: str) -> None:
+    """Codes are the uint8 tensor quantize (or pack_int4) returns."""
+    if not isinstance(codes, torch.Tensor) or codes.dtype != torch.uint8:
+        raise TypeError(bilingual(
+            f"`{name}` must be the uint8 tensor that quantize returns, got {shown(codes)}.",
+            f"`{name}` 必须是 quantize 返回的 uint8 张量，实际是 {shown(codes, True)}。"))
 
 
 class _Stored:
@@ -106,7 +134,7 @@ class QuantizedLayerCache(LayerCache):
         if window is not None:
             raise ValueError(bilingual(
                 "A QuantizedLayerCache keeps every token; it cannot be combined with a sliding window.",
-                "QuantizedLayerCache 保留全部词元，不能与滑动窗口一起使用。"))
+                "QuantizedLayerCache 保留全部词元，不能与滑动窗口（window）一起使用。"))
         self._check(keys, values, None, 0)
         self._check_groups(keys)
         stored_keys, stored_values = self.keys, self.values

@@ -17,7 +17,7 @@ import copy
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_tensor
+from ..checks import bilingual, cannot_read, check_finite, check_flag, check_tensor, shown
 
 FORMATS = ("float32", "bfloat16", "int8")
 COMPUTE = (torch.float32, torch.bfloat16)
@@ -27,7 +27,11 @@ def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """int8 values (rows, cols) and one float32 scale per row: s = max |row| / 127 (1 for a row of zeros)."""
     check_tensor(weight, "weight", ranks=(2,))
     weight = weight.float()
-    scale = weight.abs().amax(dim=1) / 127  # (rows,)
+    if weight.dtype != torch.float32 or not (cannot_read(weight) or bool(torch.isfinite(weight).all())):
+        raise ValueError(bilingual(f"`weight` holds values beyond float32's range ({shown(weight)}); scale it down first.",
+                                   f"`weight` 里有超出 float32 表示范围的值（{shown(weight, True)}）；请先把它缩小。"))
+    # (rows,): the largest |w| of each row (a row of no columns has none: 0, so its scale is 1)
+    scale = weight.abs().amax(dim=1) / 127 if weight.shape[1] else weight.new_zeros(weight.shape[0])
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # a row of zeros stays zeros
     return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
 
@@ -49,16 +53,21 @@ def dequantize_rows(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 class Int8Linear(nn.Module):
     """A linear layer without bias whose weight is stored as int8 rows and a scale per row (1 byte a weight)."""
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, check_input: bool = True) -> None:
+        """`check_input` False skips the finite check of x: to_format's layers, whose model checks its own input
+        and result once (a sum per layer would cost a few per cent of a decode step)."""
         super().__init__()
         if not isinstance(linear, nn.Linear) or linear.bias is not None:
+            with_bias_en, with_bias_zh = (" with a bias", "（带偏置）") if isinstance(linear, nn.Linear) else ("", "")
             raise TypeError(bilingual(
-                f"Int8Linear takes an nn.Linear without bias, got {type(linear).__name__}.",
-                f"Int8Linear 只接受不带偏置的 nn.Linear，实际是 {type(linear).__name__}。"))
+                f"linear must be an nn.Linear without bias (Int8Linear stores no bias), got {type(linear).__name__}"
+                f"{with_bias_en}.",
+                f"linear 必须是不带偏置的 nn.Linear（Int8Linear 不保存偏置），实际是 {type(linear).__name__}{with_bias_zh}。"))
         values, scale = quantize_rows(linear.weight.detach())
         self.register_buffer("values", values)  # (out, in) int8
         self.register_buffer("scale", scale.to(linear.weight.dtype))  # (out,) in the dtype the layer computes in
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.check_input = check_flag(check_input, "check_input")
 
     @property
     def weight(self) -> torch.Tensor:
@@ -71,6 +80,14 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., in) times the int8 rows, each scaled: torch's int8 weight kernel, in the compute dtype (x's)."""
+        # the kind and size of x always; its values unless the model that holds this layer checks them (to_format)
+        if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE or x.dim() == 0 or x.shape[-1] != self.in_features:
+            wrong_kind = not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE
+            raise (TypeError if wrong_kind else ValueError)(bilingual(
+                f"x must be a float32 or bfloat16 tensor (..., {self.in_features}), got {shown(x)}.",
+                f"x 必须是 float32 或 bfloat16 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
+        if self.check_input:
+            check_finite(x, "x")
         flat = x.reshape(-1, self.in_features)
         out = torch._weight_int8pack_mm(flat, self.values, self.scale.to(x.dtype))  # (N, out)
         return out.reshape(*x.shape[:-1], self.out_features)
@@ -84,15 +101,25 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
     the output layer, and the norms stay in `compute` (default bfloat16, the fast kernel; float32
     gives the slow but exact reference that tests compare with a dequantized float32 copy).
     """
-    if format not in FORMATS:
+    if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(bilingual(
-            f"format must be one of {', '.join(FORMATS)}, got {format!r}.",
-            f"format 必须是 {'、'.join(FORMATS)} 之一，实际是 {format!r}。"))
+            f"format must be one of {', '.join(FORMATS)}, got {shown(format)}.",
+            f"format 必须是 {'、'.join(FORMATS)} 之一，实际是 {shown(format, True)}。"))
     if not isinstance(model, nn.Module):
         raise TypeError(bilingual(
             f"model must be a torch module (lesson 13's LlamaModel), got {type(model).__name__}.",
             f"model 必须是 torch 模块（第 13 课的 LlamaModel），实际是 {type(model).__name__}。"))
+    if compute is not None and not isinstance(compute, torch.dtype):
+        raise TypeError(bilingual(f"compute must be None, torch.float32 or torch.bfloat16, got {shown(compute)}.",
+                                  f"compute 必须是 None、torch.float32 或 torch.bfloat16，实际是 {shown(compute, True)}。"))
     compute = torch.bfloat16 if compute is None and format != "float32" else compute or torch.float32
+    biased = next((name for name, m in model.named_modules() if isinstance(m, nn.Linear) and m.bias is not None), None)
+    if format == "int8" and biased is not None:
+        raise ValueError(bilingual(
+            f"model has a linear layer with a bias ({biased}); int8 here stores linear layers without bias, as lesson 13's "
+            "LlamaModel has: convert this model to 'bfloat16' instead.",
+            f"model 里有带偏置的线性层（{biased}）；这里的 int8 只保存不带偏置的线性层（第 13 课的 LlamaModel 就是这样）："
+            "请把这个模型转成 'bfloat16'。"))
     if compute not in COMPUTE or (format != "int8" and compute != getattr(torch, format)):
         raise ValueError(bilingual(
             f"compute must be torch.float32 or torch.bfloat16 (and only int8 may differ from its format), got {compute}.",
@@ -105,6 +132,9 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
 
 def dequantized(model: nn.Module) -> nn.Module:
     """A float32 copy of an int8 model with every Int8Linear back as nn.Linear holding scale * values: the reference."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(bilingual(f"model must be a torch module (what to_format returns), got {type(model).__name__}.",
+                                  f"model 必须是 torch 模块（to_format 的返回值），实际是 {type(model).__name__}。"))
     copied = copy.deepcopy(model).float()
     for name, module in list(copied.named_modules()):
         for child_name, child in list(module.named_children()):
@@ -128,7 +158,7 @@ def _replace_linears(model: nn.Module) -> None:
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
-                setattr(module, name, Int8Linear(child))
+                setattr(module, name, Int8Linear(child, check_input=False))
 
 
 def _shown(x: object) -> str:

@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_real, check_tensor
-from .linear_attention import check_qkv
+from ..checks import bilingual, cannot_read, check_flag, check_real, check_tensor
+from .linear_attention import check_qkv, check_scores_fit, check_steps
 
 
 def _check_rates(rates: object, name: str, queries: torch.Tensor, low_open: bool) -> torch.Tensor:
-    """β or α: a finite tensor (..., T) matching the queries, or a number for every token; within its range."""
-    if isinstance(rates, (int, float)) and not isinstance(rates, bool):
-        rates = torch.full(queries.shape[:-1], float(rates), dtype=queries.dtype, device=queries.device)
+    """β or α: a finite tensor (..., T) matching the queries, or a number for every token; within its range.
+
+    A number may be a Python, numpy or 0-d torch number, as everywhere in the package.
+    """
+    if not isinstance(rates, torch.Tensor) or rates.dim() == 0:
+        rate = check_real(rates, name, "0.5")
+        rates = torch.full(queries.shape[:-1], rate, dtype=queries.dtype, device=queries.device)
     rates = check_tensor(rates, name, ranks=(1, 2, 3))
     check_tensor(queries, "queries", ranks=(2, 3, 4))
     if rates.shape != queries.shape[:-1] or rates.dtype != queries.dtype or rates.device != queries.device:
@@ -69,6 +73,18 @@ def delta_rule_step(
     value = check_tensor(value, "value", ranks=(1, 2, 3), last_dim=state.shape[-2], last_name="d_v")
     beta = _check_step_rate(beta, "beta", state, low_open=False)
     decay = _check_step_rate(decay, "decay", state, low_open=True)
+    lead = state.shape[:-2]  # one state per leading index: the others must broadcast to these sizes, not beyond
+    for name, shape in (("key", key.shape[:-1]), ("value", value.shape[:-1]), ("beta", beta.shape), ("decay", decay.shape)):
+        try:
+            fits = torch.broadcast_shapes(shape, lead) == lead
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(bilingual(
+                f"`{name}` has leading sizes {tuple(shape)}, but the state {tuple(state.shape)} holds {tuple(lead)} "
+                "states: give one per state (or one for all).",
+                f"`{name}` 的前几维是 {tuple(shape)}，而 state {tuple(state.shape)} 里有 {tuple(lead)} 个状态："
+                "请每个状态给一个（或者所有状态共用一个）。"))
     return _step(state, key, value, beta, decay)
 
 
@@ -108,7 +124,10 @@ def delta_rule_recurrent(
     With `return_state=True`, also the final state (..., d_v, d_k).
     """
     queries, keys, values, beta, decay = _check_all(queries, keys, values, beta, decay)
+    return_state = check_flag(return_state, "return_state")
     *lead, length, d_k = queries.shape
+    check_steps(length, f"queries of {length:,} tokens", f"{length:,} 个词元的 queries",
+                "use delta_rule_parallel for long inputs", "长输入请用 delta_rule_parallel")
     state = queries.new_zeros(*lead, values.shape[-1], d_k)
     ones = torch.ones(lead, dtype=queries.dtype, device=queries.device)
     outputs = []
@@ -116,7 +135,7 @@ def delta_rule_recurrent(
         alpha = ones if decay is None else decay[..., t]
         state = _step(state, keys[..., t, :], values[..., t, :], beta[..., t], alpha)
         outputs.append((state @ queries[..., t, :, None])[..., 0])  # read: S q
-    out = torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape)
+    out = _check_grew(torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape))
     return (out, state) if return_state else out
 
 
@@ -135,6 +154,7 @@ def delta_rule_parallel(
     """
     queries, keys, values, beta, decay = _check_all(queries, keys, values, beta, decay)
     length = queries.shape[-2]
+    check_scores_fit(queries)
     if length == 0:
         return values.new_zeros(values.shape)
     later = torch.ones(length, length, dtype=torch.bool, device=queries.device).tril()  # i <= t
@@ -147,4 +167,15 @@ def delta_rule_parallel(
     overlap = fade * (keys @ keys.transpose(-2, -1))  # (γ_t/γ_i) k_t·k_i
     system = torch.eye(length, dtype=queries.dtype, device=queries.device) + beta[..., :, None] * overlap.tril(-1)
     corrections = torch.linalg.solve_triangular(system, beta[..., :, None] * values, upper=False, unitriangular=True)
-    return (fade * (queries @ keys.transpose(-2, -1))) @ corrections
+    return _check_grew((fade * (queries @ keys.transpose(-2, -1))) @ corrections)
+
+
+def _check_grew(out: torch.Tensor) -> torch.Tensor:
+    """Finite inputs gave inf or NaN: the state grew past the dtype, as it does when β ‖k‖² > 2 (each write amplifies)."""
+    if out.numel() and not cannot_read(out) and not torch.isfinite(out.sum()) and not torch.isfinite(out).all():
+        raise ValueError(bilingual(
+            f"The delta rule's state grew beyond {out.dtype}: with beta × |k|² above 2 every write amplifies it; "
+            "normalize the keys (F.normalize(keys, dim=-1)) or lower beta.",
+            f"delta 规则的状态超出了 {out.dtype} 的表示范围：beta × |k|² 大于 2 时，每次写入都会把它放大；"
+            "请把 keys 归一化（F.normalize(keys, dim=-1)），或调小 beta。"))
+    return out

@@ -22,9 +22,11 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
+from ..devices import check_fits
 
 RANKS = (2, 3, 4)  # (T, d), (batch, T, d) or (batch, heads, T, d)
+MOST_STEPS = 100_000  # a recurrent form takes one Python step per token (or chunk), about 30-50 µs each: a few seconds
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -60,6 +62,27 @@ def check_qkv(queries: object, keys: object, values: object) -> tuple[torch.Tens
     return queries, keys, values
 
 
+def check_result(out: torch.Tensor) -> torch.Tensor:
+    """Finite queries, keys and values gave inf or NaN: the scores (φ(q)·φ(k) sums) overflowed the dtype."""
+    check_no_overflow(out, ("queries", "keys", "values"))
+    return out
+
+
+def check_steps(steps: int, what_en: str, what_zh: str, fix_en: str, fix_zh: str) -> None:
+    """A form that loops in Python over tokens or chunks takes at most MOST_STEPS steps, so a slip never runs for minutes."""
+    if steps > MOST_STEPS:
+        raise ValueError(bilingual(
+            f"{what_en} gives {steps:,} steps of a Python loop, at most {MOST_STEPS:,} here (each takes tens of "
+            f"microseconds); {fix_en}.",
+            f"{what_zh}要在 Python 循环里走 {steps:,} 步，这里最多 {MOST_STEPS:,} 步（每步要几十微秒）；{fix_zh}。"))
+
+
+def check_scores_fit(queries: torch.Tensor) -> None:
+    """The (..., T, T) matrix a parallel form builds must fit in memory: refuse a T it cannot hold, before allocating."""
+    length, matrices = queries.shape[-2], queries.shape[:-2].numel()
+    check_fits(length, "num_tokens", lambda t: 2 * matrices * t * t * queries.element_size(), queries.device)
+
+
 def _check_features(queries: torch.Tensor, keys: torch.Tensor) -> None:
     """With normalize=True the normalizer must not change sign: features from a positive map."""
     for name, x in (("queries", queries), ("keys", keys)):
@@ -92,10 +115,11 @@ def linear_attention_parallel(
 ) -> torch.Tensor:
     """All outputs at once: the (T, T) matrix of φ(q)·φ(k), future hidden by zeros (no softmax), times the values."""
     queries, keys, values = _prepare(queries, keys, values, normalize)
+    check_scores_fit(queries)
     scores = queries @ keys.transpose(-2, -1)  # (..., T, T)
     scores = torch.tril(scores)  # a causal model: the future counts 0 (there is no softmax to hide it with -inf)
     out = scores @ values  # (..., T, d_v)
-    return _divide(out, scores.sum(-1, keepdim=True)) if normalize else out
+    return check_result(_divide(out, scores.sum(-1, keepdim=True)) if normalize else out)
 
 
 def linear_attention_recurrent(
@@ -104,6 +128,8 @@ def linear_attention_recurrent(
     """Token by token: add v_t φ(k_t)ᵀ to the d_v × d_k state, then read it with φ(q_t). Memory does not grow with T."""
     queries, keys, values = _prepare(queries, keys, values, normalize)
     *lead, length, d_k = queries.shape
+    check_steps(length, f"queries of {length:,} tokens", f"{length:,} 个词元的 queries",
+                "use linear_attention_chunked for long inputs", "长输入请用 linear_attention_chunked")
     state = queries.new_zeros(*lead, values.shape[-1], d_k)  # S: one d_v x d_k matrix, whatever T is
     key_sum = queries.new_zeros(*lead, d_k)  # z = Σ φ(k_i), only for the normalizer
     outputs = []
@@ -115,7 +141,7 @@ def linear_attention_recurrent(
             key_sum = key_sum + k
             out = _divide(out, (key_sum * q).sum(-1, keepdim=True))
         outputs.append(out)
-    return torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape)
+    return check_result(torch.stack(outputs, dim=-2) if outputs else values.new_zeros(values.shape))
 
 
 def linear_attention_chunked(
@@ -128,6 +154,8 @@ def linear_attention_chunked(
     queries, keys, values = _prepare(queries, keys, values, normalize)
     chunk_size = check_size(chunk_size, "chunk_size")
     *lead, length, d_k = queries.shape
+    check_steps(-(-length // chunk_size), f"chunk_size={chunk_size} over {length:,} tokens",
+                f"chunk_size={chunk_size} 对 {length:,} 个词元", "choose a larger chunk_size", "请把 chunk_size 设大一些")
     state = queries.new_zeros(*lead, values.shape[-1], d_k)
     key_sum = queries.new_zeros(*lead, 1, d_k)
     outputs = []
@@ -140,7 +168,7 @@ def linear_attention_chunked(
             key_sum = key_sum + k.sum(-2, keepdim=True)
         state = state + v.transpose(-2, -1) @ k  # S ← S + Σ_chunk v kᵀ
         outputs.append(out)
-    return torch.cat(outputs, dim=-2) if outputs else values.new_zeros(values.shape)
+    return check_result(torch.cat(outputs, dim=-2) if outputs else values.new_zeros(values.shape))
 
 
 def state_bytes(num_layers: int, num_heads: int, d_k: int, d_v: int, bytes_per_value: int = 4) -> int:

@@ -27,11 +27,13 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from ..checks import bilingual, check_flag, check_real, check_seed, check_size, shown
+from ..checks import bilingual, check_flag, check_heads, check_real, check_seed, check_size, check_tensor, shown
+from ..devices import check_fits
 from ..language import text
+from ..modules import MOST_MODULES
 from ..tasks import Batch
-from ..tiny_model import check_tokens
-from ..training import masked_loss, progress_bar
+from ..tiny_model import check_model_fits, check_tokens
+from ..training import check_progress, masked_loss, progress_bar
 from .delta_rule import delta_rule_parallel
 from .linear_attention import feature_map, linear_attention_parallel
 
@@ -62,6 +64,7 @@ class RecallTask:
                 f"{self.fewest_pairs}, {self.most_pairs}, {self.num_keys}.",
                 f"需要 fewest_pairs <= most_pairs <= num_keys（一条序列里的键互不相同），实际是 "
                 f"{self.fewest_pairs}、{self.most_pairs}、{self.num_keys}。"))
+        check_fits(self.num_keys, "num_keys", lambda k: _batch_bytes(1, k, self.most_pairs))
 
     @property
     def vocab_size(self) -> int:
@@ -85,7 +88,8 @@ class RecallTask:
         held_out = check_flag(held_out, "held_out")
         if num_pairs is None:
             num_pairs = int(torch.randint(self.fewest_pairs, self.most_pairs + 1, (), generator=generator))
-        num_pairs = check_size(num_pairs, "num_pairs", maximum=self.num_keys)
+        num_pairs = check_pairs(num_pairs, "num_pairs", self.num_keys)
+        check_fits(batch_size, "batch_size", lambda b: _batch_bytes(b, self.num_keys, num_pairs))
         keys = torch.rand(batch_size, self.num_keys, generator=generator).argsort(dim=1)[:, :num_pairs]
         values = self._values(keys, held_out, generator)
         order = torch.rand(batch_size, num_pairs, generator=generator).argsort(dim=1)  # the order of the questions
@@ -105,6 +109,55 @@ class RecallTask:
         return HELD_OUT_EVERY * group + (residue - keys) % HELD_OUT_EVERY
 
 
+def check_pairs(num_pairs: object, name: str, num_keys: int) -> int:
+    """A number of pairs from 1 to num_keys: the keys of one sequence are distinct."""
+    num_pairs = check_size(num_pairs, name)
+    if num_pairs > num_keys:
+        raise ValueError(bilingual(
+            f"{name} must be at most num_keys={num_keys} (the keys of a sequence are distinct), got {num_pairs}.",
+            f"{name} 不能超过 num_keys={num_keys}（一条序列里的键互不相同），实际是 {num_pairs}。"))
+    return num_pairs
+
+
+def _batch_bytes(batch_size: int, num_keys: int, num_pairs: int) -> int:
+    """About what a batch holds: random ranks of every key (float32 and their int64 order), and 3 rows of 4 N ids."""
+    return batch_size * (12 * num_keys + 3 * 8 * 4 * num_pairs)
+
+
+def check_recall_setup(model: object, task: object) -> None:
+    """A RecallModel and a RecallTask whose tokens it can read (its vocab_size at least the task's)."""
+    if not isinstance(model, RecallModel):
+        raise TypeError(bilingual(f"model must be a RecallModel, got {shown(model)}.",
+                                  f"model 必须是 RecallModel，实际是 {shown(model, True)}。"))
+    if not isinstance(task, RecallTask):
+        raise TypeError(bilingual(f"task must be a RecallTask, got {shown(task)}; for example RecallTask(num_keys=32).",
+                                  f"task 必须是 RecallTask，实际是 {shown(task, True)}；例如 RecallTask(num_keys=32)。"))
+    if model.vocab_size < task.vocab_size:
+        raise ValueError(bilingual(
+            f"the task's tokens need vocab_size={task.vocab_size}, but model was built with vocab_size={model.vocab_size}; "
+            "build it with RecallModel(task.vocab_size, ...).",
+            f"任务的词元需要 vocab_size={task.vocab_size}，而 model 的 vocab_size={model.vocab_size}；"
+            "请用 RecallModel(task.vocab_size, ...) 创建模型。"))
+
+
+def _check_kinds(kinds: object) -> tuple[str, ...]:
+    """A non-empty tuple or list of layer kinds from KINDS, at most MOST_MODULES of them."""
+    if not isinstance(kinds, (tuple, list)) or not kinds:
+        raise TypeError(bilingual(f"kinds must be a non-empty tuple of layer kinds from {KINDS}, got {shown(kinds)}.",
+                                  f"kinds 必须是由 {KINDS} 中的层类型组成的非空元组，实际是 {shown(kinds, True)}。"))
+    check_size(len(kinds), "len(kinds)", maximum=MOST_MODULES)
+    for index, kind in enumerate(kinds):
+        _check_kind(kind, f"kinds[{index}]")
+    return tuple(kinds)
+
+
+def _check_kind(kind: object, name: str = "kind") -> str:
+    if kind not in KINDS:
+        raise (TypeError if not isinstance(kind, str) else ValueError)(bilingual(
+            f"{name} must be one of {KINDS}, got {shown(kind)}.", f"{name} 必须是 {KINDS} 之一，实际是 {shown(kind, True)}。"))
+    return kind
+
+
 class Mixer(nn.Module):
     """One token-mixing layer: softmax attention, linear attention, the delta rule or the gated delta rule.
 
@@ -114,9 +167,12 @@ class Mixer(nn.Module):
 
     def __init__(self, kind: str, d_model: int, num_heads: int = 1, key_size: int | None = None) -> None:
         super().__init__()
-        if kind not in KINDS:
-            raise (TypeError if not isinstance(kind, str) else ValueError)(bilingual(
-                f"kind must be one of {KINDS}, got {shown(kind)}.", f"kind 必须是 {KINDS} 之一，实际是 {shown(kind, True)}。"))
+        _check_kind(kind)
+        d_model, num_heads = check_size(d_model, "d_model"), check_size(num_heads, "num_heads")
+        check_heads(d_model, num_heads, "d_model")
+        key_size = None if key_size is None else check_size(key_size, "key_size")
+        if key_size is not None:  # the queries and keys of every head: 2 x key_size numbers per head and input feature
+            check_fits(key_size, "key_size", lambda k: 4 * d_model * num_heads * 2 * k)
         self.kind, self.num_heads, self.head_dim = kind, num_heads, d_model // num_heads
         self.key_size = self.head_dim if key_size is None else key_size  # d_k per head; values keep head_dim
         self.norm = nn.LayerNorm(d_model)
@@ -127,11 +183,13 @@ class Mixer(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (b, T, d_model) plus what this layer reads from the tokens before each one (a residual connection)."""
+        check_tensor(x, "x", ranks=(3,), last_dim=self.norm.normalized_shape[0], like=self.qkv.weight, last_name="d_model")
         b, length, d = x.shape
         h = self.norm(x)
         sizes = (self.num_heads * self.key_size,) * 2 + (self.num_heads * self.head_dim,)
-        q, k, v = (part.view(b, length, self.num_heads, -1).transpose(1, 2)
-                   for part in self.qkv(h).split(sizes, dim=-1))  # (b, heads, T, d_k or d_v)
+        q, k, v = (part.view(b, length, self.num_heads, size // self.num_heads).transpose(1, 2)  # sizes, not -1: batch 0
+                   for part, size in zip(self.qkv(h).split(sizes, dim=-1), sizes))  # (b, heads, T, d_k or d_v)
         if self.kind == "softmax":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif self.kind == "linear":
@@ -144,6 +202,7 @@ class Mixer(nn.Module):
 
     def state_floats(self, length: int) -> int:
         """Numbers this layer keeps per sequence while decoding: the state, or the cache after `length` tokens."""
+        length = check_size(length, "length", minimum=0)
         if self.kind == "softmax":
             return length * self.num_heads * (self.key_size + self.head_dim)
         return self.num_heads * self.key_size * self.head_dim
@@ -161,10 +220,11 @@ class RecallModel(nn.Module):
         super().__init__()
         self.vocab_size, self.d_model = check_size(vocab_size, "vocab_size"), check_size(d_model, "d_model")
         num_heads = check_size(num_heads, "num_heads")
+        check_heads(self.d_model, num_heads, "d_model")
         key_size = None if key_size is None else check_size(key_size, "key_size")
-        if not isinstance(kinds, (tuple, list)) or not kinds:
-            raise TypeError(bilingual(f"kinds must be a non-empty tuple of layer kinds from {KINDS}, got {shown(kinds)}.",
-                                      f"kinds 必须是由 {KINDS} 中的层类型组成的非空元组，实际是 {shown(kinds, True)}。"))
+        kinds = _check_kinds(kinds)
+        check_model_fits(self.vocab_size, 1, self.d_model, len(kinds))  # the weights of lesson 10's model, about as many
+        vocab_size, d_model = self.vocab_size, self.d_model  # plain ints from here on
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.shift = nn.Linear(d_model, d_model, bias=False)
         self.layers = nn.ModuleList(Mixer(kind, d_model, num_heads, key_size) for kind in kinds)
@@ -188,9 +248,11 @@ class RecallModel(nn.Module):
 def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, batch_size: int = 64,
                  learning_rate: float = 1e-2, progress: bool | tqdm = True) -> list[float]:
     """AdamW on fresh training batches (N drawn per batch), one thread; returns the losses."""
+    check_recall_setup(model, task)
     steps, seed = check_size(steps, "steps", maximum=1_000_000), check_seed(seed)
     batch_size = check_size(batch_size, "batch_size")
     learning_rate = check_real(learning_rate, "learning_rate", "1e-2", positive=True)
+    progress = check_progress(progress)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, learning_rate, total_steps=steps, pct_start=0.1)
@@ -200,12 +262,18 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
     losses = []
     try:
         model.train()
-        for _ in range(steps):
+        diverged = ValueError(bilingual(f"training diverged: lower learning_rate (now {learning_rate:g}).",
+                                        f"训练发散了：请调小 learning_rate（现在是 {learning_rate:g}）。"))
+        for step in range(steps):
             inputs, targets, scored = task.batch(batch_size, generator)
-            loss = masked_loss(model(inputs), targets, scored)
+            try:
+                loss = masked_loss(model(inputs), targets, scored)
+            except ValueError:  # NaN weights, or a state that overflowed: what the last update left
+                if step == 0:
+                    raise  # the model was broken before training: its own message says how
+                raise diverged from None
             if not math.isfinite(loss.item()):
-                raise ValueError(bilingual(f"training diverged: lower learning_rate (now {learning_rate:g}).",
-                                           f"训练发散了：请调小 learning_rate（现在是 {learning_rate:g}）。"))
+                raise diverged
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -227,6 +295,7 @@ def recall_accuracy(model: RecallModel, task: RecallTask, num_pairs: int, seed: 
     One thread, as in training: on a busy 2-core machine a second thread waits for the first and
     made this step ten times slower or worse.
     """
+    check_recall_setup(model, task)
     generator = torch.Generator().manual_seed(check_seed(seed))
     inputs, targets, scored = task.batch(batch_size, generator, num_pairs=num_pairs, held_out=True)
     model.eval()
@@ -264,6 +333,8 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
     key_size is d_k, the size of the queries and keys (d_model when None); the values keep d_model
     numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch.
     """
+    _check_grid(task, d_model, seeds, steps, pairs, models, key_size, batch_size)
+    progress = check_flag(progress, "progress")
     rows = []
     bar = progress_bar(progress, len(seeds) * len(models) * steps)
     try:
@@ -279,3 +350,29 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
     finally:
         bar.close()
     return rows
+
+
+def _check_grid(task: object, d_model: object, seeds: object, steps: object, pairs: object, models: object,
+                key_size: object, batch_size: object) -> None:
+    """Everything recall_grid's rows need, checked before the first model trains (that takes minutes)."""
+    if not isinstance(task, RecallTask):
+        raise TypeError(bilingual(f"task must be a RecallTask, got {shown(task)}; for example RecallTask(num_keys=32).",
+                                  f"task 必须是 RecallTask，实际是 {shown(task, True)}；例如 RecallTask(num_keys=32)。"))
+    check_size(d_model, "d_model")
+    if key_size is not None:
+        check_size(key_size, "key_size")
+    check_size(steps, "steps", maximum=1_000_000)
+    check_size(batch_size, "batch_size")
+    for name, values in (("seeds", seeds), ("pairs", pairs)):
+        if not isinstance(values, (tuple, list)) or not values:
+            raise TypeError(bilingual(f"{name} must be a non-empty tuple, such as {name}=(0, 1), got {shown(values)}.",
+                                      f"{name} 必须是非空元组，例如 {name}=(0, 1)，实际是 {shown(values, True)}。"))
+    for seed in seeds:
+        check_seed(seed)
+    for num_pairs in pairs:
+        check_pairs(num_pairs, "pairs", task.num_keys)
+    if not isinstance(models, dict) or not models:
+        raise TypeError(bilingual(f"models must be a non-empty dict of name: kinds, like MODELS, got {shown(models)}.",
+                                  f"models 必须是非空字典，名字对应层类型，例如 MODELS，实际是 {shown(models, True)}。"))
+    for kinds in models.values():
+        _check_kinds(kinds)
