@@ -83,26 +83,12 @@ lab-reset: $(STAMP) ## take the newest version of one lesson into my-lessons/ (L
 	  { echo "Say which copy and lesson: make lab-reset LANGUAGE=zh LESSON=03 · 请指明语言和课程：make lab-reset LANGUAGE=zh LESSON=03"; exit 2; }
 	$(BIN)/python -m attention_utils.course.my_lessons reset $(LANGUAGE) $(LESSON) $(MY_LESSONS)
 
-# The stored outputs must not depend on the CPU: everything runs on torch's AVX2 kernels, and nbval
+# The stored outputs must not depend on the CPU: everything runs on torch's AVX2 kernels, then nbval
 # compares the lessons once more on its plain (default) kernels. torch.compile cannot build kernels
 # under `default`, and its cache does not tell the kernel sets apart, so it gets a folder of its own.
-# With workers, the `default` pass runs beside the first in one worker of its own, its report after the
-# first's: the first leaves about a quarter of the cores idle while its workers wait on JupyterLab,
-# Chromium and pip (20.6 min for it, then 4 min for the `default` pass, one after the other).
-AVX2_PASS := ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 \
-  $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
-DEFAULT_PASS := ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest --durations=10 notebooks $(PYTEST_ARGS)
 test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill, two CPU kernel sets), hygiene, browser
-ifeq ($(TEST_WORKERS),0)
-	$(AVX2_PASS)
-	$(DEFAULT_PASS) -n 0
-else
-	@mkdir -p build
-	@$(DEFAULT_PASS) -n 1 > build/test-default-kernels.log 2>&1 & side=$$!; trap 'kill $$side 2>/dev/null' INT TERM; \
-	  echo "nbval under ATEN_CPU_CAPABILITY=default runs beside this pass: build/test-default-kernels.log"; \
-	  $(AVX2_PASS); first=$$?; wait $$side; second=$$?; cat build/test-default-kernels.log; \
-	  exit $$(( first || second ))
-endif
+	ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 notebooks $(PYTEST_ARGS)
 
 notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
 	$(BIN)/python -m attention_utils.course.publish execute
