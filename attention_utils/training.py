@@ -232,8 +232,8 @@ def check_progress(progress: object) -> object:
 def progress_bar(progress: bool | tqdm, total: int) -> tqdm:
     """A training bar of `total` steps (hidden when progress is False), or the shared bar passed in.
 
-    It redraws at most twice a second: in JupyterLab every redraw of a bar is work for the browser,
-    and tqdm's 10 a second made the browser use a fifth as much CPU as the training itself (lesson 16).
+    It redraws at most twice a second: in JupyterLab every redraw of a bar is work for the browser
+    (lesson 16's Run All cost the browser 16 CPU-seconds with tqdm's ten redraws a second, 6 with two).
     """
     if not isinstance(progress, bool):
         return progress

@@ -28,10 +28,8 @@ import nbformat
 from playwright.sync_api import Page, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from attention_utils.course.publish import lesson_paths  # noqa: E402
-from lab_server import running_lab  # noqa: E402
+from attention_utils.course.publish import lesson_paths
+from lab_server import running_lab  # beside this file: on the path when run as a script and under pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots" / "lab"  # its own folder: the site test writes beside it
