@@ -62,6 +62,15 @@ def test_a_softmax_model_learns_a_few_pairs():
     assert recall_accuracy(model, task, 2, seed=1) > 0.5
 
 
+def test_every_short_run_trains():
+    """Each run of 1 to 20 steps trains (torch's one-cycle schedule divides by zero on a warm-up of exactly one step)."""
+    task = RecallTask(num_keys=8, most_pairs=2)
+    for steps in range(1, 21):
+        torch.manual_seed(0)
+        losses = train_recall(RecallModel(task.vocab_size, 8, ("linear",)), task, steps, 0, batch_size=4, progress=False)
+        assert len(losses) == steps
+
+
 def test_the_grid_has_a_row_per_model_seed_and_pair_count():
     task = RecallTask(num_keys=8, most_pairs=2)
     models = {"delta": ("delta",), "hybrid": ("linear", "softmax")}

@@ -255,7 +255,10 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
     progress = check_progress(progress)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, learning_rate, total_steps=steps, pct_start=0.1)
+    # A tenth of the steps to warm up; torch divides by zero when that is exactly one step (steps=10),
+    # so ten steps get none, as fewer steps do.
+    warm_up = 0.1 if steps != 10 else 0.05
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, learning_rate, total_steps=steps, pct_start=warm_up)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensors: a second thread only waits, and one thread repeats exactly
     bar = progress_bar(progress, steps)
