@@ -172,7 +172,9 @@ class LayerCache:
                     "换了窗口的模型请使用新的 KVCache。",
                 )
             )
-        stored = (self.keys.shape[0], self.keys.shape[1], self.keys.shape[3], str(self.keys.dtype), str(self.keys.device))
+        # _keys has the batch, heads, head size, dtype and device of what is stored (caches that quantize or
+        # project keep a tensor of no tokens there): cheaper than the keys property, which may rebuild every key
+        stored = (self._keys.shape[0], self._keys.shape[1], self._keys.shape[3], str(self._keys.dtype), str(self._keys.device))
         new = (keys.shape[0], keys.shape[1], keys.shape[3], str(keys.dtype), str(keys.device))
         if stored != new:
             raise ValueError(

@@ -19,6 +19,8 @@ fresh keys before storing them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..checks import bilingual, cannot_read, check_dim, check_size, check_tensor, shown
@@ -64,6 +66,11 @@ def dequantize(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -
     _check_codes(codes, "codes")
     check_tensor(scale, "scale", ranks=range(codes.dim() + 1))
     check_tensor(offset, "offset", ranks=range(codes.dim() + 1))
+    return _dequantize(codes, scale, offset)
+
+
+def _dequantize(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """dequantize without its checks, for blocks this module quantized itself (every layer reads them at every step)."""
     return codes.to(scale.dtype) * scale + offset
 
 
@@ -81,6 +88,11 @@ def pack_int4(codes: torch.Tensor) -> torch.Tensor:
 def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
     """The codes pack_int4 stored: low half-byte first."""
     _check_codes(packed, "packed")
+    return _unpack_int4(packed)
+
+
+def _unpack_int4(packed: torch.Tensor) -> torch.Tensor:
+    """unpack_int4 without its check."""
     return torch.stack((packed & 15, packed >> 4), dim=-1).flatten(-2)
 
 
@@ -99,10 +111,6 @@ class _Stored:
         codes, self.scale, self.offset = quantize(x, bits, dim)
         self.bits = bits
         self.codes = pack_int4(codes) if bits == 4 else codes
-
-    def dequantize(self) -> torch.Tensor:
-        codes = unpack_int4(self.codes) if self.bits == 4 else self.codes
-        return dequantize(codes, self.scale, self.offset)
 
     @property
     def nbytes(self) -> int:
@@ -182,7 +190,9 @@ class QuantizedLayerCache(LayerCache):
     @property
     def keys(self) -> torch.Tensor | None:
         """Every stored key as a query of a later chunk sees it: first tokens, dequantized groups, recent keys."""
-        parts = ([] if self._first is None else [self._first[0]]) + [g.dequantize() for g in self._key_groups]
+        parts = [] if self._first is None else [self._first[0]]
+        if self._key_groups:  # the groups stacked first: one dequantize, the same numbers as group by group
+            parts.append(self._dequantize(self._key_groups, lambda blocks: torch.stack(blocks, dim=2)).flatten(2, 3))
         parts += [] if self._recent_keys is None else [self._recent_keys]
         return torch.cat(parts, dim=2) if parts else None
 
@@ -190,11 +200,14 @@ class QuantizedLayerCache(LayerCache):
     def values(self) -> torch.Tensor | None:
         """Every stored value, dequantized, in order."""
         parts = [] if self._first is None else [self._first[1]]
-        blocks = self._value_blocks
-        if blocks:  # the blocks' codes, scales and offsets joined along the tokens first: one dequantize, same numbers
-            codes, scale, offset = (torch.cat([getattr(v, name) for v in blocks], dim=2) for name in ("codes", "scale", "offset"))
-            parts.append(dequantize(unpack_int4(codes) if self.bits == 4 else codes, scale, offset).flatten(-2))
+        if self._value_blocks:  # the blocks joined along the tokens first: one dequantize, the same numbers
+            parts.append(self._dequantize(self._value_blocks, lambda blocks: torch.cat(blocks, dim=2)).flatten(-2))
         return torch.cat(parts, dim=2) if parts else None
+
+    def _dequantize(self, blocks: list[_Stored], join: Callable[[list[torch.Tensor]], torch.Tensor]) -> torch.Tensor:
+        """The numbers of all `blocks`, their codes, scales and offsets joined by `join` (every layer reads them every step)."""
+        codes, scale, offset = (join([getattr(block, name) for block in blocks]) for name in ("codes", "scale", "offset"))
+        return _dequantize(_unpack_int4(codes) if self.bits == 4 else codes, scale, offset)
 
     @property
     def nbytes(self) -> int:
