@@ -1,4 +1,5 @@
-"""Shared fixtures: a fixed seed and thread count for every package test, and one run of the series in Chinese."""
+"""Shared fixtures: a fixed seed and thread count for every package test, one run of the series in Chinese,
+lesson 13's model and transformers' reading of it."""
 
 from __future__ import annotations
 
@@ -82,6 +83,20 @@ def smollm2():
     from attention_utils.models.llama import load_smollm2
 
     return load_smollm2()
+
+
+@pytest.fixture(scope="session")
+def transformers_smollm2():
+    """transformers' Llama reading lesson 13's GGUF file offline (HF_HUB_OFFLINE=1), the tests' independent
+    reference: loaded once for the files that compare with it (it dequantizes the file itself: about 35 s)."""
+    from attention_utils.models.gguf_file import find_model_file
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        from transformers import AutoModelForCausalLM
+
+        path = find_model_file()
+        return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
 
 
 @pytest.fixture

@@ -65,14 +65,13 @@ def test_padding_that_leaks_changes_the_logits(smollm2, batched):
     assert (unmasked - together.logits[:, 0]).abs().max() > 100 * TOLERANCE
 
 
-def test_batch_equals_transformers_batched_generation(smollm2, batched):
+def test_batch_equals_transformers_batched_generation(smollm2, batched, transformers_smollm2):
+    reference = transformers_smollm2  # conftest's, shared with test_llama.py
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         path = find_model_file()
-        reference = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                         dtype=torch.float32).eval()
         their_tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     their_tokenizer.padding_side = "left"
     their_tokenizer.pad_token = their_tokenizer.eos_token

@@ -69,30 +69,36 @@ def load_root_conftest():
     return root_conftest
 
 
-def test_the_chinese_run_is_shared_by_one_worker():
-    """`make test` runs two workers; conftest.py sends every file that uses the `chinese_run` fixture to the
-    same one, so the series runs in Chinese once. A new file using it must join that list."""
+def test_costly_fixtures_are_shared_by_one_worker():
+    """`make test` runs two workers; conftest.py sends every file that uses a costly session fixture (the Chinese
+    run of the series, transformers' model) to the same one, so it is built once. A new file using one must join."""
     root_conftest = load_root_conftest()
-    asks_for_it = re.compile(r"^def \w+\([^)]*\bchinese_run\b", re.MULTILINE)
-    users = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
-                   if asks_for_it.search(path.read_text(encoding="utf-8")))
-    assert users == sorted(root_conftest.CHINESE_RUN_FILES)
-    split = root_conftest.ByFileSharingTheChineseRun._split_scope
+    for fixture, files in root_conftest.SHARED_FIXTURES.items():
+        asks_for_it = re.compile(rf"^def \w+\([^)]*\b{fixture}\b", re.MULTILINE)
+        users = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
+                       if asks_for_it.search(path.read_text(encoding="utf-8")))
+        assert users == sorted(files), fixture
+    split = root_conftest.ByFileSharingFixtures._split_scope
     assert split(None, "tests/test_site.py::test_x[en]") == split(None, "tests/test_offline.py::test_y")
+    assert split(None, "tests/test_llama.py::test_x") == split(None, "tests/test_batched_generation.py::test_y")
+    assert split(None, "tests/test_llama.py::test_x") != split(None, "tests/test_site.py::test_x[en]")
     assert split(None, "notebooks/01_dot_products.ipynb::Cell 3") == "notebooks/01_dot_products.ipynb"
 
 
 def test_the_longest_units_start_first():
-    """The browser test, then the Chinese run, then the lessons from the last; a lesson's cells keep their order."""
+    """The browser test, the Chinese run, the long test files, the lessons from the last; a lesson's cells keep their order."""
     root_conftest = load_root_conftest()
     collected = ["notebooks/01_dot_products.ipynb::Cell 0", "notebooks/01_dot_products.ipynb::Cell 1",
                  "notebooks/16_fixed_size_memory.ipynb::Cell 0", "tests/test_ci_workflow.py::test_a",
                  "tests/test_browser.py::test_b[01]", "tests/test_offline.py::test_c", "tests/test_site.py::test_d",
-                 "notebooks/16_fixed_size_memory.ipynb::Cell 1", "tests/test_browser.py::test_b[02]"]
+                 "tests/test_lab.py::test_e", "notebooks/16_fixed_size_memory.ipynb::Cell 1",
+                 "tests/test_pip_path.py::test_f", "tests/test_browser.py::test_b[02]"]
     items = [SimpleNamespace(nodeid=nodeid) for nodeid in collected]
     root_conftest.pytest_collection_modifyitems(None, items)
     assert [item.nodeid for item in items] == [
         "tests/test_browser.py::test_b[01]", "tests/test_browser.py::test_b[02]", "tests/test_offline.py::test_c",
-        "tests/test_site.py::test_d", "notebooks/16_fixed_size_memory.ipynb::Cell 0",
-        "notebooks/16_fixed_size_memory.ipynb::Cell 1", "notebooks/01_dot_products.ipynb::Cell 0",
-        "notebooks/01_dot_products.ipynb::Cell 1", "tests/test_ci_workflow.py::test_a"]
+        "tests/test_site.py::test_d", "tests/test_pip_path.py::test_f", "tests/test_lab.py::test_e",
+        "notebooks/16_fixed_size_memory.ipynb::Cell 0", "notebooks/16_fixed_size_memory.ipynb::Cell 1",
+        "notebooks/01_dot_products.ipynb::Cell 0", "notebooks/01_dot_products.ipynb::Cell 1",
+        "tests/test_ci_workflow.py::test_a"]
+    assert all((ROOT / file).is_file() for file in root_conftest.LONG_FILES)

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from attention_utils.inference.generation import generate
-from attention_utils.models.gguf_file import find_model_file
 from attention_utils.inference.kv_cache import KVCache
 from attention_utils.models.llama import LlamaModel, model_inputs
 from contract_helpers import assert_contract_error
@@ -41,14 +40,9 @@ def ours(smollm2) -> tuple[LlamaModel, object]:
 
 
 @pytest.fixture(scope="module")
-def reference():
-    """transformers' Llama, loading the same GGUF file offline (HF_HUB_OFFLINE=1: no model hub is asked)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        from transformers import AutoModelForCausalLM
-
-        path = find_model_file()
-        yield AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+def reference(transformers_smollm2):
+    """transformers' Llama, loading the same GGUF file offline (conftest's, shared with test_batched_generation.py)."""
+    return transformers_smollm2
 
 
 def test_logits_agree_with_transformers(ours, reference):
