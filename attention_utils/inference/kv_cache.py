@@ -172,8 +172,8 @@ class LayerCache:
                     "换了窗口的模型请使用新的 KVCache。",
                 )
             )
-        # _keys has the batch, heads, head size, dtype and device of what is stored (caches that quantize or
-        # project keep a tensor of no tokens there): cheaper than the keys property, which may rebuild every key
+        # _keys has the batch, heads, head size, dtype and device of what is stored (a quantized cache keeps a
+        # tensor of no tokens there): cheaper than the keys property, which for such a cache rebuilds every key
         stored = (self._keys.shape[0], self._keys.shape[1], self._keys.shape[3], str(self._keys.dtype), str(self._keys.device))
         new = (keys.shape[0], keys.shape[1], keys.shape[3], str(keys.dtype), str(keys.device))
         if stored != new:
