@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from lab_server import CHROMIUM  # beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 NO_NETWORK_PROOF = (
     "import socket\n"
     "try:\n"

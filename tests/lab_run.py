@@ -29,13 +29,10 @@ from playwright.sync_api import Page, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_utils.course.publish import lesson_paths
-from lab_server import running_lab  # beside this file: on the path when run as a script and under pytest
+from lab_server import CHROMIUM, CHROMIUM_FLAGS, running_lab  # beside this file: on the path as a script and under pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots" / "lab"  # its own folder: the site test writes beside it
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SOLUTION_CODE = ".jp-InputArea-editor:visible"
 SOLUTION_OUTPUT = ".jp-OutputArea-output:visible"
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"

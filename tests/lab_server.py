@@ -1,4 +1,5 @@
-"""Start JupyterLab exactly as `make lab` does (127.0.0.1, a token, --allow-root as root) for tests."""
+"""Start JupyterLab exactly as `make lab` does (127.0.0.1, a token, --allow-root as root) for tests, and the
+Chromium that the browser tests drive."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; `playwright install` cannot download browsers here
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def free_port() -> int:

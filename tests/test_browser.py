@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from attention_utils.course.publish import lesson_paths
-from lab_run import CHROMIUM, ROOT
+from lab_server import CHROMIUM, ROOT  # beside this file
 
 LESSONS = lesson_paths(ROOT / "notebooks")
 

@@ -25,14 +25,12 @@ import pytest
 from attention_utils.course.publish import language_copy, lesson_paths, write_copies
 from attention_utils.course.site import (build_site, build_slides, for_static_export, mark_slides, slide_problems,
                                   slide_types)
+from lab_server import CHROMIUM, CHROMIUM_FLAGS  # beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = lesson_paths(ROOT / "notebooks")
 NAMES = [path.stem for path in LESSONS]
 SCREENSHOTS = ROOT / "build" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PROJECTOR = {"width": 1280, "height": 800}
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 RAW_FORMULA = re.compile(r"\$[^$\s][^$]*\$")
