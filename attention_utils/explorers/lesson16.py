@@ -139,7 +139,7 @@ def _by_model(rows: list[dict]) -> dict[str, dict[int, list[float]]]:
 
 
 def recall_table(rows: list[dict], language: str = "en") -> str:
-    """Held-out recall per model (rows) and number of pairs (columns), each cell 'seed 1 / seed 2'."""
+    """Held-out recall per model (rows) and number of pairs (columns); each cell one number per seed, 'a / b'."""
     found = _by_model(rows)
     pairs = sorted({row["pairs"] for row in rows})
     zh = language == "zh"
@@ -182,7 +182,7 @@ def _by_size(rows: list[dict]) -> dict[tuple[str, int], dict[int, list[float]]]:
 
 
 def state_size_table(rows: list[dict], language: str = "en") -> str:
-    """Held-out recall per model and key size d_k (rows), number of pairs (columns); each cell 'seed 1 / seed 2'.
+    """Held-out recall per model and key size d_k (rows), number of pairs (columns); each cell one number per seed.
 
     The third column is what the layer keeps at the largest N: the fixed state, or the cache.
     """
