@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import math
 import re
 import shutil
@@ -271,13 +272,22 @@ def exporter_settings(language: str) -> dict:
     }
 
 
+@functools.cache
+def _exporter(kind: str, language: str):
+    """One nbconvert exporter per kind and language, kept for every lesson: building one compiles its
+    templates again (a tenth of the build's time)."""
+    from nbconvert import HTMLExporter, SlidesExporter
+
+    if kind == "slides":
+        return SlidesExporter(
+            template_name="offline_slides", reveal_url_prefix="../assets/reveal.js", reveal_theme="white",
+            reveal_width="1280", reveal_height="800", reveal_number="c/t", **exporter_settings(language))
+    return HTMLExporter(template_name="offline_page", **exporter_settings(language))
+
+
 def export_slides(nb, folder: Path, language: str) -> str:
     """reveal.js slides of one executed lesson, loading reveal.js and MathJax from ../assets."""
-    from nbconvert import SlidesExporter
-
-    exporter = SlidesExporter(
-        template_name="offline_slides", reveal_url_prefix="../assets/reveal.js", reveal_theme="white",
-        reveal_width="1280", reveal_height="800", reveal_number="c/t", **exporter_settings(language))
+    exporter = _exporter("slides", language)
     body, _ = exporter.from_notebook_node(for_static_export(nb), resources={"metadata": {"path": str(folder)}})
     return body
 
@@ -285,9 +295,7 @@ def export_slides(nb, folder: Path, language: str) -> str:
 def export_page(nb, folder: Path, language: str, links: list[dict]) -> str:
     """One page of the static site, with `links` (previous, all lessons, next) above and below it and
     each solution folded away until the reader opens it."""
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="offline_page", **exporter_settings(language))
+    exporter = _exporter("page", language)
     resources = {"metadata": {"path": str(folder)}, "site_links": links, "solution_label": LABELS[language]["solution"]}
     body, _ = exporter.from_notebook_node(for_static_export(nb), resources=resources)
     return body
