@@ -33,6 +33,16 @@ def test_the_windows_commands_are_the_same_steps():
     assert windows == as_windows
 
 
+def test_the_readme_brings_pip_to_the_version_make_setup_uses():
+    """The pip that comes with Python 3.11 took three times as long to install the series: both paths use the newer one."""
+    pinned = re.search(r"^PIP_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert pinned, "the Makefile should pin pip as PIP_VERSION"
+    commands = readme_commands("macos-linux")
+    assert commands[1] == f".venv/bin/python -m pip install --no-compile pip=={pinned.group(1)}"
+    workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    assert f"-m pip install --no-compile pip=={pinned.group(1)}" in workflow
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="runs the macOS/Linux commands")
 def test_the_readme_commands_install_and_run_a_lesson(tmp_path):
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
