@@ -57,7 +57,7 @@ help:
 
 # --no-compile: Python compiles each module the first time it is imported and keeps the result, instead of pip
 # compiling all 13,800 files of the packages at install, most of which no lesson imports (`make setup` on a new .venv
-# here: 106 s instead of 187 s).
+# here, still with pip 23.2: 106 s instead of 187 s; with pip 26.3 as well: 54 s).
 $(STAMP): requirements.txt requirements-lock.txt pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --no-compile pip==$(PIP_VERSION)
