@@ -34,7 +34,7 @@ def test_the_windows_commands_are_the_same_steps():
 
 
 def test_the_readme_brings_pip_to_the_version_make_setup_uses():
-    """The pip that comes with Python 3.11 took three times as long to install the series: both paths use the newer one."""
+    """The pip that comes with Python 3.11 took twice as long to install the series (73 s against 34 s): both paths use the newer one."""
     pinned = re.search(r"^PIP_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
     assert pinned, "the Makefile should pin pip as PIP_VERSION"
     commands = readme_commands("macos-linux")
