@@ -6,12 +6,15 @@ shows the same numbers on every machine and never waits for a timing run.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
-from .checks import bilingual
+from .checks import bilingual, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
@@ -20,7 +23,45 @@ SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
 
 def load_saved(path: Path = SAVED) -> dict:
     """The results of the last full `make bench`, as committed next to the figures."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(bilingual(f"path must be a str or pathlib.Path such as results.SAVED_MODEL, got {shown(path)}.",
+                                  f"path 必须是字符串或 pathlib.Path，例如 results.SAVED_MODEL，实际是 {shown(path, True)}。"))
+    path = Path(path)
+    if not path.is_file():
+        missing = not path.exists()
+        raise (FileNotFoundError if missing else ValueError)(bilingual(
+            f"{str(path)!r} {'does not exist' if missing else 'is not a file'}; `make bench` writes the results into "
+            "figures/, and `git checkout -- figures/` brings back the committed ones.",
+            f"{str(path)!r} {'不存在' if missing else '不是文件'}；`make bench` 会把结果写进 figures/，"
+            "`git checkout -- figures/` 可以找回仓库里保存的那一份。"))
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(bilingual(
+            f"{path.name} is not readable JSON ({error}); run `make bench` again, or `git checkout -- figures/`.",
+            f"{path.name} 不是可读的 JSON（{error}）；请重新运行 `make bench`，或者 `git checkout -- figures/`。")) from None
+    if not isinstance(results, dict):
+        raise ValueError(bilingual(f"{path.name} holds {type(results).__name__}, not the dict `make bench` writes.",
+                                   f"{path.name} 里是 {type(results).__name__}，不是 `make bench` 写出的字典。"))
+    return results
+
+
+def reads(saved: str, table: str, column: str) -> Callable:
+    """Decorate a function of `results`: it must get what load_saved(<saved>) returns, whose `table` rows have `column`
+    (the results of another bench would fail later with a KeyError that names nothing the learner passed)."""
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def checked(results: dict, *args, **kwargs):
+            rows = results.get(table) if isinstance(results, dict) else None
+            if not (isinstance(rows, list) and rows and all(isinstance(row, dict) and column in row for row in rows)):
+                raise (ValueError if isinstance(results, dict) else TypeError)(bilingual(
+                    f"results must be what results.load_saved(results.{saved}) returns (rows of '{table}' with "
+                    f"'{column}'), got {shown(results)}.",
+                    f"results 必须是 results.load_saved(results.{saved}) 返回的结果（'{table}' 的每行都有 '{column}'），"
+                    f"实际是 {shown(results, True)}。"))
+            return function(results, *args, **kwargs)
+        return checked
+    return decorate
 
 
 def loglog_slope(xs: list[float], ys: list[float]) -> float:
@@ -36,6 +77,7 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
     return {(row["implementation"], row["mode"], row["length"]): row for row in rows}
 
 
+@reads("SAVED", "rows", "implementation")
 def headline(results: dict, language: str | None = None) -> list[str]:
     """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
     from .language import get_language  # imported here so reading JSON stays stdlib-only
@@ -82,11 +124,13 @@ def headline(results: dict, language: str | None = None) -> list[str]:
 SAVED_DECODE = ROOT / "figures" / "bench_decode.json"
 
 
+@reads("SAVED_DECODE", "rows", "variant")
 def decode_rows(results: dict, variant: str) -> dict[int, dict]:
     """One variant's saved decode rows ("mha", "gqa", "mqa", "window"), by prompt length."""
     return {row["length"]: row for row in results["rows"] if row["variant"] == variant}
 
 
+@reads("SAVED_DECODE", "rows", "variant")
 def decode_table(results: dict, language: str = "en") -> str:
     """The numbers lesson 12 quotes: ms per new token with and without the cache, by length, and the cache's size."""
     from .language import table  # the language module is light; imported here so reading JSON stays stdlib-only
@@ -103,6 +147,7 @@ def decode_table(results: dict, language: str = "en") -> str:
     return table(headers, rows)
 
 
+@reads("SAVED_DECODE", "rows", "variant")
 def flex_summary(results: dict, language: str = "en") -> str:
     """One saved FlexAttention call with a sliding window: tiles visited, the times, and the ratios timed as neighbouring pairs."""
     flex = results["flex"]
@@ -138,6 +183,7 @@ def flex_summary(results: dict, language: str = "en") -> str:
 SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"
 
 
+@reads("SAVED_RECURRENT", "rows", "softmax_ms")
 def recurrent_table(results: dict, language: str = "en") -> str:
     """The numbers lesson 16 quotes: ms per decode step and bytes kept, by context length, for the three layers."""
     from .language import table
@@ -151,6 +197,7 @@ def recurrent_table(results: dict, language: str = "en") -> str:
     return table(headers, rows)
 
 
+@reads("SAVED_RECURRENT", "rows", "softmax_ms")
 def crossovers(results: dict) -> dict:
     """Where the cache starts to cost more than the delta rule's state: in bytes (exact) and in time (interpolated).
 
@@ -195,6 +242,7 @@ def crossovers(results: dict) -> dict:
     return {"memory": memory, "time": when, "en": en, "zh": zh}
 
 
+@reads("SAVED_DECODE", "rows", "variant")
 def decode_split(results: dict, fast: str, slow: str = "mha", length: int = 128) -> dict:
     """Why `fast` ("gqa", "mqa") decodes faster than `slow` at `length`: a constant and a slope, fitted over every T.
 
@@ -223,6 +271,7 @@ def decode_split(results: dict, fast: str, slow: str = "mha", length: int = 128)
     }
 
 
+@reads("SAVED_DECODE", "rows", "variant")
 def decode_split_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
     """Lesson 12's reading of the GQA and MQA gaps: bytes a step reads, and the constant and slope shares, per variant."""
     lines = []
@@ -250,6 +299,7 @@ def decode_split_lines(results: dict, language: str = "en", length: int = 128) -
 SAVED_MODEL = ROOT / "figures" / "bench_model.json"
 
 
+@reads("SAVED_MODEL", "rows", "weights")
 def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[int, dict]:
     """The saved rows of one weight format and batch size, by prompt length."""
     found = {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
@@ -260,6 +310,7 @@ def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[
     return found
 
 
+@reads("SAVED_MODEL", "rows", "weights")
 def model_decode_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
     """What lesson 13 prints from the saved benchmark: prefill and decode step of the real model at one prompt length."""
     row = model_rows(results)[length]
@@ -287,6 +338,7 @@ SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode") -> dict:
     """The saved timing row of one format ("float32", ..., "transformers float32", "matmul floor"), batch and phase."""
     found = [row for row in results["timings"] if (row["format"], row["batch"], row["phase"]) == (fmt, batch, phase)]
@@ -303,6 +355,7 @@ def roofline_point(row: dict) -> dict:
     return {"intensity": row["flops"] / (row["weight_bytes"] + row["cache_bytes"]), "gflop_s": row["flops"] / row["ms"] / 1e6}
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def model_verdicts(results: dict) -> dict:
     """Issue 25's targets, measured: each ratio from rows of the one process, with whether it meets its target."""
     def ms(fmt: str, batch: int = 1) -> float:
@@ -327,6 +380,7 @@ def model_verdicts(results: dict) -> dict:
     return {"best": best, "batch": batch, "measured": measured, "passes": passes}
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
     """One line per target of issue 25: what was measured, the target, ✅ or ❌."""
     v = model_verdicts(results)
@@ -351,6 +405,7 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
     return zh if language == "zh" else en
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def model_format_table(results: dict, language: str = "en") -> str:
     """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and quality against float32."""
     from .language import table
@@ -373,6 +428,7 @@ def model_format_table(results: dict, language: str = "en") -> str:
     return table(headers, rows)
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
     from .language import table

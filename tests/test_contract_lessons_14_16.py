@@ -25,7 +25,7 @@ from attention_utils.inference.latent_attention import LatentAttention, LatentCa
 from attention_utils.inference.low_rank_cache import LowRankLayerCache, fit_bases, fit_basis, low_rank_kv_cache
 from attention_utils.inference.quantized_cache import check_bits, dequantize, pack_int4, quantize
 from attention_utils.inference.weight_formats import Int8Linear, quantize_rows, to_format
-from attention_utils.results import SAVED_MODEL, load_saved
+from attention_utils.results import SAVED, SAVED_MODEL, decode_table, load_saved, model_format_table
 from attention_utils.tiny_model import TinyAttentionModel
 from contract_helpers import assert_contract_error
 from tiny_models import tiny_llama
@@ -332,3 +332,45 @@ def test_to_format_names_a_format_or_compute_that_is_an_array(llama, format, com
 def test_pools_and_lengths_name_their_bad_element():
     assert_contract_error(lambda: pc.pages_needed(torch.randn(3)), "lengths[0]", kind=TypeError)
     assert_contract_error(lambda: pc.paged_kv_cache([1, 2]), "pools", kind=TypeError)
+
+
+def test_dequantize_needs_the_scale_and_offset_of_its_codes():
+    codes, scale, offset = quantize(torch.randn(2, 8, 4), 8, -1)
+    assert_contract_error(lambda: dequantize(codes, scale[:1, :3], offset), "scale", "broadcast", kind=ValueError)
+    assert_contract_error(lambda: dequantize(codes, scale, offset.double()), "offset", kind=TypeError)
+
+
+def test_a_latent_cache_keeps_one_dtype():
+    assert_contract_error(lambda: LatentCache().update(torch.randn(1, 5, 6), torch.randn(1, 5, 2).double()),
+                          "rotary_keys", kind=TypeError)
+
+
+def test_a_prefill_longer_than_the_text_is_refused(llama, text):
+    assert_contract_error(lambda: logits_through_cache(llama, text, KVCache(2), text.shape[1] + 1), "prefill",
+                          kind=ValueError)
+
+
+def test_saved_results_are_read_with_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make bench"):
+        load_saved(tmp_path / "missing.json")
+    (tmp_path / "cut.json").write_text('{"rows": [', encoding="utf-8")
+    assert_contract_error(lambda: load_saved(tmp_path / "cut.json"), "cut.json", "JSON", kind=ValueError)
+    assert_contract_error(lambda: load_saved(tmp_path), str(tmp_path), kind=ValueError)
+    assert_contract_error(lambda: load_saved(3), "path", kind=TypeError)
+    assert load_saved(str(SAVED_MODEL)) == load_saved(SAVED_MODEL)
+
+
+def test_results_of_another_bench_are_named():
+    """Lesson 8's results given to lesson 14's figure (or None) are refused by what they are, not by a KeyError."""
+    other = load_saved(SAVED)
+    for call in (lambda: explorers14.draw_roofline(other), lambda: explorers14.point_summary(other, "int8", 1),
+                 lambda: model_format_table(other), lambda: decode_table(load_saved(SAVED_MODEL))):
+        assert_contract_error(call, "results", "load_saved", kind=ValueError)
+    assert_contract_error(lambda: explorers14.show_roofline(None), "results", kind=TypeError)
+
+
+def test_key_magnitudes_of_no_token_and_points_off_the_axes_are_refused():
+    assert_contract_error(lambda: explorers15.key_magnitudes(torch.randn(1, 3, 0, 8)), "keys", kind=ValueError)
+    point = {"method": "full", "label": "float32", "bytes_per_token": 100.0, "perplexity": 10.0}
+    for bad in ({"bytes_per_token": 0}, {"bytes_per_token": -5.0}, {"perplexity": float("nan")}, {"perplexity": "10"}):
+        assert_contract_error(lambda: explorers15.draw_quality_bytes([point | bad]), "bytes_per_token", kind=ValueError)

@@ -281,3 +281,34 @@ def test_a_mixer_checks_its_input_and_takes_a_batch_of_0():
 def test_kinds_and_key_size_are_named():
     assert_contract_error(lambda: RecallModel(16, 8, [1, 2]), "kinds[0]", kind=TypeError)
     assert_contract_error(lambda: RecallModel(16, 8, ("linear",), key_size=10**12), "key_size", "at most", kind=ValueError)
+
+
+def test_one_step_needs_its_state_key_and_value_in_one_dtype():
+    state = torch.zeros(2, 3, 4)
+    assert_contract_error(lambda: delta_rule_step(state, torch.rand(2, 4).double(), torch.rand(2, 3), 0.5), "key",
+                          kind=TypeError)
+
+
+@pytest.mark.parametrize("form", DELTA, ids=lambda f: f.__name__)
+def test_meta_tensors_give_the_shape_without_reading_a_rate(form):
+    queries, keys, values = (x.to("meta") for x in GOOD)
+    assert form(queries, keys, values, 0.5, torch.full((2, 5), 0.9, device="meta")).shape == (2, 5, 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_parallel_delta_rule_takes_half_precision(dtype):
+    """torch has no CPU triangular solve in 16 bits: the parallel form solves in float32, and still equals the loop
+    to the dtype's rounding (the float64 loop is the reference)."""
+    generator = torch.Generator().manual_seed(3)
+    queries, keys, values = (torch.randn(2, 9, d, generator=generator) for d in (4, 4, 3))
+    keys = torch.nn.functional.normalize(keys, dim=-1)
+    decay = torch.full((2, 9), 0.9)
+    exact = delta_rule_recurrent(queries.double(), keys.double(), values.double(), 0.5, decay.double())
+    found = delta_rule_parallel(queries.to(dtype), keys.to(dtype), values.to(dtype), 0.5, decay.to(dtype))
+    assert found.dtype == dtype
+    assert (found.double() - exact).abs().max() <= 8 * torch.finfo(dtype).eps * exact.abs().max()
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, "0"])
+def test_the_state_explorer_checks_its_seed(seed):
+    assert_contract_error(lambda: explorers16.recall_example(4, 8, seed), "seed")

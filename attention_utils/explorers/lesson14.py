@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..checks import bilingual, shown
 from ..language import text
-from ..results import FORMATS, SHOWN_ZH, model_timing, roofline_point
+from ..results import FORMATS, SHOWN_ZH, model_timing, reads, roofline_point
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "matmul floor": "gray",
@@ -25,6 +25,7 @@ def roof_at(intensity: float, roofs: dict) -> float:
     return min(roofs["bandwidth_gb_s"] * intensity, roofs["matmul_gflop_s"])
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Figure:
     """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled."""
     roofs, env = results["roofs"], results["environment"]
@@ -63,6 +64,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     return fig
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def point_summary(results: dict, fmt: str, batch: int) -> str:
     """What the circled point says: ms per step, tokens per second, its intensity, and how far below its roof it sits."""
     row = model_timing(results, fmt, batch)
@@ -74,6 +76,7 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
                 f"每字节 {point['intensity']:.2f} 次浮点运算，达到它上方屋顶的 {share:.0%}")
 
 
+@reads("SAVED_MODEL", "timings", "format")
 def show_roofline(results: dict) -> None:
     """A weight-format menu and a batch-size slider that circle one measured decode point on the roofline."""
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})

@@ -6,6 +6,9 @@ A point is a dict: {"method": a key of METHOD_NAMES, "label": its setting ("int4
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
@@ -28,6 +31,9 @@ METHOD_NAMES = {
 def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
     """The largest |key| of each channel over the tokens, (kv_heads, head_dim), from keys (1, kv_heads, T, head_dim)."""
     check_tensor(keys, "keys", ranks=(4,))
+    if not keys.shape[0] or not keys.shape[2]:
+        raise ValueError(bilingual(f"keys {tuple(keys.shape)} hold no token of a first sequence: there is no largest value.",
+                                   f"keys {tuple(keys.shape)} 里第一个序列没有词元：求不出最大值。"))
     return keys[0].abs().amax(dim=1)
 
 
@@ -94,6 +100,13 @@ def _check_points(points: object) -> None:
         raise TypeError(bilingual(
             f"points must be a non-empty list of dicts with the keys {', '.join(fields)}, got {shown(points)}.",
             f"points 必须是非空的字典列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+    for point in points:
+        if not all(isinstance(point[key], numbers.Real) and not isinstance(point[key], bool) and 0 < point[key] < math.inf
+                   for key in ("bytes_per_token", "perplexity")):
+            raise ValueError(bilingual(
+                f"bytes_per_token and perplexity of each point must be positive, finite numbers (bytes sit on a "
+                f"logarithmic axis), got {shown(point)}.",
+                f"每个点的 bytes_per_token 和 perplexity 都必须是有限的正数（字节数画在对数坐标轴上），实际是 {shown(point, True)}。"))
 
 
 def show_quality_bytes(points: list[dict]) -> None:

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from ..arguments import check_seed
 from ..checks import bilingual, check_size, shown
 from ..language import table, text
 from ..recurrent.delta_rule import delta_rule_step
@@ -31,7 +32,7 @@ def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.
     The pool's first min(POOL, key_size) keys are orthonormal; any others are random unit vectors.
     """
     num_pairs, key_size = check_size(num_pairs, "num_pairs", minimum=0, maximum=1000), check_size(key_size, "key_size", maximum=1000)
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_seed(seed))
     basis = torch.linalg.qr(torch.randn(key_size, key_size, generator=generator, dtype=torch.float64)).Q
     extra = torch.randn(max(0, POOL - key_size), key_size, generator=generator, dtype=torch.float64)
     pool = torch.cat([basis.T[:POOL], torch.nn.functional.normalize(extra, dim=-1)])

@@ -33,6 +33,10 @@ def logits_through_cache(model: nn.Module, tokens: torch.Tensor, cache: KVCache,
             f"cache 必须是一个新的、空的 KVCache（或 quantized_kv_cache、low_rank_kv_cache 等返回的缓存），实际是 "
             f"{shown(cache, True)}：预填充之后的每一块都要从缓存里读取前面的词元。"))
     prefill, chunk = check_size(prefill, "prefill"), check_size(chunk, "chunk")
+    if prefill > tokens.shape[1]:
+        raise ValueError(bilingual(
+            f"prefill={prefill} is more than the {tokens.shape[1]} tokens given: it must be at most {tokens.shape[1]}.",
+            f"prefill={prefill} 超过了给出的 {tokens.shape[1]} 个词元：它最多只能是 {tokens.shape[1]}。"))
     parts, start = [model(tokens[:, :prefill], cache=cache)], prefill
     while start < tokens.shape[1]:
         parts.append(model(tokens[:, start:start + chunk], cache=cache))

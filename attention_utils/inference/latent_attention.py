@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_flag, check_length, check_real, check_result, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_length, check_real, check_result, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
 from ..modules import FLOAT_BYTES
 from ..rotary import apply_rotary
@@ -41,6 +41,7 @@ class LatentCache:
         """Append the new tokens' latents and rotary keys; return everything held."""
         check_tensor(latents, "latents", ranks=(3,))
         check_tensor(rotary_keys, "rotary_keys", ranks=(3,))
+        check_same_dtype({"latents": latents, "rotary_keys": rotary_keys})
         if rotary_keys.shape[:2] != latents.shape[:2]:
             raise ValueError(bilingual(
                 f"rotary_keys {tuple(rotary_keys.shape)} must have the batch and tokens of latents {tuple(latents.shape)}.",

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..checks import bilingual, cannot_read, check_dim, check_size, check_tensor, shown
+from ..checks import bilingual, cannot_read, check_dim, check_same_dtype, check_size, check_tensor, shown
 from .kv_cache import KVCache, LayerCache
 
 BITS = (8, 4)
@@ -66,6 +66,18 @@ def dequantize(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -
     _check_codes(codes, "codes")
     check_tensor(scale, "scale", ranks=range(codes.dim() + 1))
     check_tensor(offset, "offset", ranks=range(codes.dim() + 1))
+    check_same_dtype({"scale": scale, "offset": offset})
+    for name, x in (("scale", scale), ("offset", offset)):
+        try:
+            fits = torch.broadcast_shapes(x.shape, codes.shape) == codes.shape
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(bilingual(
+                f"`{name}` {tuple(x.shape)} must broadcast to the codes' shape {tuple(codes.shape)}: pass the scale and "
+                "offset that quantize returned with these codes.",
+                f"`{name}` {tuple(x.shape)} 必须能广播到 codes 的形状 {tuple(codes.shape)}：请传入 quantize 与这些 codes "
+                "一起返回的 scale 和 offset。"))
     return _dequantize(codes, scale, offset)
 
 

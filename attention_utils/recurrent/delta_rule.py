@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, cannot_read, check_flag, check_real, check_tensor
+from ..checks import bilingual, cannot_read, check_flag, check_real, check_same_dtype, check_tensor
 from .linear_attention import check_qkv, check_scores_fit, check_steps
 
 
@@ -44,7 +44,7 @@ def _check_rates(rates: object, name: str, queries: torch.Tensor, low_open: bool
             )
         )
     low = rates <= 0 if low_open else rates < 0
-    if rates.numel() and bool((low | (rates > 1)).any()):
+    if rates.numel() and not cannot_read(rates) and bool((low | (rates > 1)).any()):
         interval = "(0, 1]" if low_open else "[0, 1]"
         raise ValueError(
             bilingual(
@@ -71,6 +71,7 @@ def delta_rule_step(
     state = check_tensor(state, "state", ranks=(2, 3, 4))
     key = check_tensor(key, "key", ranks=(1, 2, 3), last_dim=state.shape[-1], last_name="d_k")
     value = check_tensor(value, "value", ranks=(1, 2, 3), last_dim=state.shape[-2], last_name="d_v")
+    check_same_dtype({"state": state, "key": key, "value": value})
     beta = _check_step_rate(beta, "beta", state, low_open=False)
     decay = _check_step_rate(decay, "decay", state, low_open=True)
     lead = state.shape[:-2]  # one state per leading index: the others must broadcast to these sizes, not beyond
@@ -96,7 +97,7 @@ def _check_step_rate(rate: object, name: str, state: torch.Tensor, low_open: boo
         rate = torch.tensor(check_real(rate, name, "0.5"), dtype=state.dtype)
     rate = rate.to(state.dtype)
     low = rate <= 0 if low_open else rate < 0
-    if bool((low | (rate > 1)).any()):
+    if not cannot_read(rate) and bool((low | (rate > 1)).any()):
         interval = "(0, 1]" if low_open else "[0, 1]"
         raise ValueError(bilingual(f"`{name}` must lie in {interval}, got {rate.flatten()[0].item():.3g}.",
                                    f"`{name}` 必须在 {interval} 之内，实际是 {rate.flatten()[0].item():.3g}。"))
@@ -166,7 +167,9 @@ def delta_rule_parallel(
         fade = torch.exp(torch.where(later, gap, torch.full_like(gap, -torch.inf)))  # 0 above the diagonal
     overlap = fade * (keys @ keys.transpose(-2, -1))  # (γ_t/γ_i) k_t·k_i
     system = torch.eye(length, dtype=queries.dtype, device=queries.device) + beta[..., :, None] * overlap.tril(-1)
-    corrections = torch.linalg.solve_triangular(system, beta[..., :, None] * values, upper=False, unitriangular=True)
+    wide = torch.float32 if queries.element_size() < 4 else queries.dtype  # CPU torch cannot solve in float16 or bfloat16
+    corrections = torch.linalg.solve_triangular(system.to(wide), (beta[..., :, None] * values).to(wide), upper=False,
+                                                unitriangular=True).to(queries.dtype)
     return _check_grew((fade * (queries @ keys.transpose(-2, -1))) @ corrections)
 
 
