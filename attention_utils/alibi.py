@@ -14,6 +14,7 @@ import torch
 
 from .arguments import shown
 from .checks import bilingual, check_flag, check_length, check_rate, check_result, check_size, check_tensor
+from .devices import check_fits
 from .modules import MultiHeadAttention
 
 
@@ -55,8 +56,9 @@ def check_slopes(slopes: object, num_heads: int) -> torch.Tensor:
 
 def alibi_bias(num_tokens: int, slopes: torch.Tensor) -> torch.Tensor:
     """(heads, T, T): -slope_h * |m - n| for query m and key n; 0 on the diagonal."""
-    num_tokens = check_size(num_tokens, "num_tokens")
+    num_tokens = check_size(num_tokens, "num_tokens", minimum=0)
     check_tensor(slopes, "slopes", ranks=(1,))
+    check_fits(num_tokens, "num_tokens", lambda t: (len(slopes) + 1) * t * t * slopes.element_size(), slopes.device)
     positions = torch.arange(num_tokens, device=slopes.device)
     distance = (positions[:, None] - positions[None, :]).abs().to(slopes.dtype)  # (T, T)
     return -slopes[:, None, None] * distance

@@ -81,6 +81,10 @@ Files (`path` of read_gguf): None (lesson 13's model), a str or os.PathLike nami
     once. A header key the model needs and the file lacks is named; `tensor(name)` of a name not in
     the table is a ValueError. `from_gguf` takes what read_gguf returns or a path (read with
     read_gguf); anything else is a TypeError.
+Saved results (`load_saved` and the tables and figures that read `make bench`'s JSON): a missing
+    file is a FileNotFoundError, a folder, broken JSON or a non-dict a ValueError, each saying to run
+    `make bench` or `git checkout -- figures/`; a function given another bench's results (or no
+    dict) names the load_saved call it needs; a table's `language` is 'en' or 'zh'.
 Text (`text`, `prompt`): a str, else TypeError (bytes: ".decode('utf-8')"). Every character
     encodes to tokens that decode back to it, or gets a ValueError naming it: a lone surrogate
     ("\\ud800") is not text, and a character whose bytes this vocabulary has no token for is named.

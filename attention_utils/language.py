@@ -23,16 +23,21 @@ def bilingual(english: str, chinese: str) -> str:
     return f"{chinese}\n{english}" if _state["language"] == "zh" else f"{english}\n{chinese}"
 
 
-def choose_language(language: object) -> str:
-    """Set the language of everything the package prints and draws ("en" or "zh")."""
-    if language not in LANGUAGES:
-        raise ValueError(
+def check_language(language: object) -> str:
+    """A language argument: "en" or "zh" (a table in another language would quietly come out in English)."""
+    if not isinstance(language, str) or language not in LANGUAGES:
+        raise (ValueError if isinstance(language, str) else TypeError)(
             bilingual(
                 f"language must be 'en' or 'zh', got {language!r}.",
                 f"language 只能是 'en' 或 'zh'，实际是 {language!r}。",
             )
         )
-    _state["language"] = language
+    return language
+
+
+def choose_language(language: object) -> str:
+    """Set the language of everything the package prints and draws ("en" or "zh")."""
+    _state["language"] = check_language(language)
     return language
 
 

@@ -7,6 +7,7 @@ shows the same numbers on every machine and never waits for a timing run.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 import os
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .checks import bilingual, shown
+from .language import check_language, get_language
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
@@ -46,19 +48,29 @@ def load_saved(path: Path = SAVED) -> dict:
     return results
 
 
-def reads(saved: str, table: str, column: str) -> Callable:
-    """Decorate a function of `results`: it must get what load_saved(<saved>) returns, whose `table` rows have `column`
-    (the results of another bench would fail later with a KeyError that names nothing the learner passed)."""
+def reads(saved: str, table: str, column: str, *keys: str) -> Callable:
+    """Decorate a function of `results`: it must get what load_saved(<saved>) returns, whose `table` rows have `column`,
+    with `keys` beside it (the results of another bench would fail later with a KeyError that names nothing passed)."""
     def decorate(function: Callable) -> Callable:
+        signature = inspect.signature(function)
+        takes_language = "language" in signature.parameters
+        none_is_current = takes_language and signature.parameters["language"].default is None  # the package's language
+
         @functools.wraps(function)
         def checked(results: dict, *args, **kwargs):
+            if takes_language:
+                bound = signature.bind(results, *args, **kwargs)
+                bound.apply_defaults()
+                if not (bound.arguments["language"] is None and none_is_current):
+                    check_language(bound.arguments["language"])
             rows = results.get(table) if isinstance(results, dict) else None
-            if not (isinstance(rows, list) and rows and all(isinstance(row, dict) and column in row for row in rows)):
+            if not (isinstance(rows, list) and rows and all(isinstance(row, dict) and column in row for row in rows)
+                    and all(key in results for key in keys)):
                 raise (ValueError if isinstance(results, dict) else TypeError)(bilingual(
                     f"results must be what results.load_saved(results.{saved}) returns (rows of '{table}' with "
-                    f"'{column}'), got {shown(results)}.",
-                    f"results 必须是 results.load_saved(results.{saved}) 返回的结果（'{table}' 的每行都有 '{column}'），"
-                    f"实际是 {shown(results, True)}。"))
+                    f"'{column}'{''.join(f', {key!r}' for key in keys)}), got {shown(results)}.",
+                    f"results 必须是 results.load_saved(results.{saved}) 返回的结果（'{table}' 的每行都有 '{column}'"
+                    f"{''.join(f'，还有 {key!r}' for key in keys)}），实际是 {shown(results, True)}。"))
             return function(results, *args, **kwargs)
         return checked
     return decorate
@@ -80,7 +92,6 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
 @reads("SAVED", "rows", "implementation")
 def headline(results: dict, language: str | None = None) -> list[str]:
     """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
-    from .language import get_language  # imported here so reading JSON stays stdlib-only
 
     index = by_run(results["rows"])
     same = results["interleaved"]

@@ -182,7 +182,11 @@ def rotary_cos_sin(
     With position interpolation each position counts as position / interpolation.
     """
     interpolation = _check_factor(interpolation, "interpolation")
-    angles = positions.to(torch.float64)[..., None] / interpolation * rotary_frequencies(head_dim, base)  # (..., T, head_dim / 2)
+    if not isinstance(positions, torch.Tensor) or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(bilingual(f"positions must be a tensor of positions such as torch.arange(T), got {shown(positions)}.",
+                                  f"positions 必须是由位置组成的张量，例如 torch.arange(T)，实际是 {shown(positions, True)}。"))
+    frequencies = rotary_frequencies(head_dim, base).to(positions.device)
+    angles = positions.to(torch.float64)[..., None] / interpolation * frequencies  # (..., T, head_dim / 2)
     return torch.cos(angles), torch.sin(angles)
 
 

@@ -55,6 +55,7 @@ def _nonzero(total: torch.Tensor) -> torch.Tensor:
 
 def blocks(length: int, size: int) -> Iterator[tuple[int, int]]:
     """(start, stop) of consecutive blocks of `size` positions; the last one may be shorter."""
+    length, size = check_size(length, "length", minimum=0), check_size(size, "size")
     for start in range(0, length, size):
         yield start, min(start + size, length)
 

@@ -305,3 +305,30 @@ def test_tiled_attention_names_its_missing_forward_mode():
     q = torch.randn(1, 4, 3)
     assert_contract_error(lambda: torch.func.hessian(lambda x: au.tiled_attention(x, x, x).sum())(q), "tiled_attention",
                           "forward-mode")
+
+
+def test_rotary_tables_need_a_tensor_of_positions_on_any_device():
+    from attention_utils.rotary import apply_rotary, rotary_cos_sin
+    assert_contract_error(lambda: rotary_cos_sin([0, 1, 2], 8), "positions", kind=TypeError)
+    assert apply_rotary(torch.randn(1, 2, 5, 8, device="meta")).shape == (1, 2, 5, 8)
+
+
+def test_alibi_bias_of_no_tokens_and_of_more_than_memory():
+    from attention_utils.alibi import alibi_bias
+    assert alibi_bias(0, torch.tensor([0.5, 0.25])).shape == (2, 0, 0)
+    assert_contract_error(lambda: alibi_bias(10**7, torch.full((8,), 0.5)), "num_tokens", "at most", kind=ValueError)
+
+
+@pytest.mark.parametrize("length, size, name", [(4, 0, "size"), (-1, 2, "length"), (4, 2.5, "size")])
+def test_tiled_blocks_check_their_sizes(length, size, name):
+    from attention_utils.tiled import blocks
+    assert_contract_error(lambda: list(blocks(length, size)), name)
+
+
+def test_a_llama_model_checks_its_config():
+    from attention_utils.models.llama import LlamaConfig, LlamaModel
+    sizes = dict(vocab_size=30, context_length=64, d_model=16, num_layers=2, num_heads=4, num_kv_heads=2, d_ff=24,
+                 rotary_base=1e4, norm_eps=1e-5)
+    assert_contract_error(lambda: LlamaModel(None), "config", kind=TypeError)
+    for bad, name in (({"vocab_size": 0}, "vocab_size"), ({"norm_eps": -1.0}, "norm_eps"), ({"num_layers": 2000}, "num_layers")):
+        assert_contract_error(lambda: LlamaModel(LlamaConfig(**(sizes | bad))), name, kind=ValueError)

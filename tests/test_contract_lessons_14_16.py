@@ -23,7 +23,7 @@ from attention_utils.inference.decode_profile import matmul_share, profile_calls
 from attention_utils.inference.kv_cache import KVCache
 from attention_utils.inference.latent_attention import LatentAttention, LatentCache
 from attention_utils.inference.low_rank_cache import LowRankLayerCache, fit_bases, fit_basis, low_rank_kv_cache
-from attention_utils.inference.quantized_cache import check_bits, dequantize, pack_int4, quantize
+from attention_utils.inference.quantized_cache import check_bits, dequantize, pack_int4, quantize, unpack_int4
 from attention_utils.inference.weight_formats import Int8Linear, quantize_rows, to_format
 from attention_utils.results import SAVED, SAVED_MODEL, decode_table, load_saved, model_format_table
 from attention_utils.tiny_model import TinyAttentionModel
@@ -374,3 +374,51 @@ def test_key_magnitudes_of_no_token_and_points_off_the_axes_are_refused():
     point = {"method": "full", "label": "float32", "bytes_per_token": 100.0, "perplexity": 10.0}
     for bad in ({"bytes_per_token": 0}, {"bytes_per_token": -5.0}, {"perplexity": float("nan")}, {"perplexity": "10"}):
         assert_contract_error(lambda: explorers15.draw_quality_bytes([point | bad]), "bytes_per_token", kind=ValueError)
+
+
+def test_paged_attention_names_an_overflow():
+    pool = pc.PagedCache(2, 1, 4)
+    sequence = pool.new_sequence()
+    huge = torch.full((1, 2, 4), 1e20)
+    pool.append(sequence, huge, torch.randn(1, 2, 4))
+    with pytest.raises(ValueError, match="overflowed torch.float32"):
+        pc.paged_attention(huge, pool, sequence)
+
+
+def test_an_int8_linear_takes_any_layout_and_rows_of_nothing():
+    linear = nn.Linear(16, 3, bias=False)
+    x = torch.randn(16, 2, 3).permute(1, 2, 0)  # last dimension not contiguous
+    torch.testing.assert_close(Int8Linear(linear)(x), x @ Int8Linear(linear).weight.T)
+    assert Int8Linear(nn.Linear(0, 3, bias=False))(torch.randn(2, 0)).abs().max() == 0
+
+
+def test_latent_attention_runs_on_meta():
+    """Shapes without values, as every module of the package (the rotary tables are built on the input's device)."""
+    assert LatentAttention(8, 8, 2, 4, 3, 2).to("meta")(torch.randn(1, 3, 8, device="meta")).shape == (1, 3, 8)
+
+
+def test_a_latent_cache_refuses_rotary_keys_of_another_width():
+    cache = LatentCache()
+    cache.update(torch.randn(1, 3, 4), torch.randn(1, 3, 2))
+    assert_contract_error(lambda: cache.update(torch.randn(1, 1, 4), torch.randn(1, 1, 6)), "rotary_keys", kind=ValueError)
+
+
+def test_unpack_int4_needs_a_dimension():
+    assert_contract_error(lambda: unpack_int4(torch.tensor(3, dtype=torch.uint8)), "packed", kind=ValueError)
+
+
+def test_key_magnitudes_are_drawn_for_at_most_100_heads_and_never_negative():
+    for bad in (torch.rand(101, 4), -torch.rand(2, 4)):
+        assert_contract_error(lambda: explorers15.draw_key_magnitudes(bad, 0), "magnitudes", kind=ValueError)
+
+
+def test_the_roofline_needs_its_roofs():
+    saved = load_saved(SAVED_MODEL)
+    for missing in ("roofs", "environment"):
+        cut = {key: value for key, value in saved.items() if key != missing}
+        assert_contract_error(lambda: explorers14.draw_roofline(cut), "results", missing, kind=ValueError)
+
+
+def test_a_table_in_another_language_is_refused():
+    for bad, kind in (("fr", ValueError), (None, TypeError)):
+        assert_contract_error(lambda: model_format_table(load_saved(SAVED_MODEL), bad), "language", kind=kind)

@@ -312,3 +312,32 @@ def test_the_parallel_delta_rule_takes_half_precision(dtype):
 @pytest.mark.parametrize("seed", [-1, 2**64, 1.5, "0"])
 def test_the_state_explorer_checks_its_seed(seed):
     assert_contract_error(lambda: explorers16.recall_example(4, 8, seed), "seed")
+
+
+def test_one_step_names_an_overflow_and_the_rate_out_of_range():
+    assert_contract_error(lambda: delta_rule_step(torch.full((2, 3, 4), 3e38), torch.full((2, 4), 10.0), torch.randn(2, 3), 1.0),
+                          "beta", "normalize the keys", kind=ValueError)
+    message = assert_contract_error(
+        lambda: delta_rule_step(torch.zeros(2, 3, 4), torch.rand(2, 4), torch.rand(2, 3), torch.tensor([0.1, 1.5])), "beta")
+    assert "1.5" in message and "0.1" not in message
+
+
+def test_recall_accuracy_gives_the_model_its_mode_back():
+    task = RecallTask(num_keys=8, most_pairs=4)
+    model = RecallModel(task.vocab_size, 8, ("delta",)).train()
+    recall_accuracy(model, task, 2, seed=0, batch_size=4)
+    assert model.training
+
+
+ROW = {"model": "delta", "seed": 0, "pairs": 2, "key_size": 4, "accuracy": 0.5, "kept_floats": 16}
+
+
+@pytest.mark.parametrize("bad", [{"accuracy": 1.5}, {"accuracy": float("nan")}, {"accuracy": "0.5"}, {"pairs": "2"},
+                                 {"kept_floats": 0}, {"key_size": 2.0}])
+def test_rows_with_values_recall_grid_never_writes_are_refused(bad):
+    assert_contract_error(lambda: explorers16.state_size_table([ROW | bad]), "accuracy", kind=ValueError)
+
+
+def test_the_recall_tables_and_figures_name_a_bad_language_or_reference():
+    assert_contract_error(lambda: explorers16.recall_table([ROW], "fr"), "language", kind=ValueError)
+    assert_contract_error(lambda: explorers16.draw_state_sizes([ROW], reference=5), "reference", kind=TypeError)

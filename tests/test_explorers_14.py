@@ -19,8 +19,8 @@ def test_every_control_redraws(language):
 
 def test_the_roof_is_the_lower_of_bandwidth_and_throughput():
     roofs = {"bandwidth_gb_s": 10.0, "matmul_gflop_s": 100.0}  # ridge at 10 FLOPs per byte
-    assert lesson14.roof_at(0.5, roofs) == 5.0 and lesson14.roof_at(10.0, roofs) == 100.0
-    assert lesson14.roof_at(1000.0, roofs) == 100.0
+    assert lesson14._roof_at(0.5, roofs) == 5.0 and lesson14._roof_at(10.0, roofs) == 100.0
+    assert lesson14._roof_at(1000.0, roofs) == 100.0
 
 
 def test_a_point_by_hand():

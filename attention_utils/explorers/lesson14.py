@@ -20,12 +20,12 @@ COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange",
            "transformers float32": "tab:purple"}
 
 
-def roof_at(intensity: float, roofs: dict) -> float:
+def _roof_at(intensity: float, roofs: dict) -> float:
     """The highest GFLOP/s a run of this intensity can reach: min(bandwidth × intensity, matmul throughput)."""
     return min(roofs["bandwidth_gb_s"] * intensity, roofs["matmul_gflop_s"])
 
 
-@reads("SAVED_MODEL", "timings", "format")
+@reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
 def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Figure:
     """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled."""
     roofs, env = results["roofs"], results["environment"]
@@ -37,7 +37,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     ridge = roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
     xs = [0.05, ridge, 2000.0]
-    ax.plot(xs, [roof_at(x, roofs) for x in xs], color="black", linewidth=2,
+    ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
             label=text("roofs measured on the bench machine", "基准测试机器上测得的屋顶"))
     for fmt in (*FORMATS, "matmul floor"):
         rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
@@ -64,19 +64,19 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     return fig
 
 
-@reads("SAVED_MODEL", "timings", "format")
+@reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
 def point_summary(results: dict, fmt: str, batch: int) -> str:
     """What the circled point says: ms per step, tokens per second, its intensity, and how far below its roof it sits."""
     row = model_timing(results, fmt, batch)
     point = roofline_point(row)
-    share = point["gflop_s"] / roof_at(point["intensity"], results["roofs"])
+    share = point["gflop_s"] / _roof_at(point["intensity"], results["roofs"])
     return text(f"{fmt}, batch {batch}: {row['ms']:.1f} ms per step, {1e3 * batch / row['ms']:.0f} tokens/s, "
                 f"{point['intensity']:.2f} FLOPs per byte, {share:.0%} of the roof above it",
                 f"{fmt}，批大小 {batch}：每步 {row['ms']:.1f} 毫秒，每秒 {1e3 * batch / row['ms']:.0f} 个词元，"
                 f"每字节 {point['intensity']:.2f} 次浮点运算，达到它上方屋顶的 {share:.0%}")
 
 
-@reads("SAVED_MODEL", "timings", "format")
+@reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
 def show_roofline(results: dict) -> None:
     """A weight-format menu and a batch-size slider that circle one measured decode point on the roofline."""
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})

@@ -14,9 +14,9 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import bilingual, check_index, check_size, check_tensor, shown
+from ..checks import bilingual, cannot_read, check_index, check_size, check_tensor, shown
 from ..language import text
-from ..plotting import label_points
+from ..plotting import MOST_PANELS, label_points
 from .widgets import explore
 
 METHOD_NAMES = {
@@ -40,9 +40,12 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
-    if not magnitudes.shape[0]:
-        raise ValueError(bilingual("magnitudes hold no head (shape (0, head_dim)): there is no panel to draw.",
-                                   "magnitudes 里没有头（形状为 (0, head_dim)）：没有可画的子图。"))
+    if not 1 <= magnitudes.shape[0] <= MOST_PANELS or (not cannot_read(magnitudes) and bool((magnitudes < 0).any())):
+        raise ValueError(bilingual(
+            f"magnitudes must be key_magnitudes' (kv_heads, head_dim) of largest |k|, values of at least 0, with 1 to "
+            f"{MOST_PANELS} heads (one panel each); got {shown(magnitudes)}.",
+            f"magnitudes 应是 key_magnitudes 返回的 (kv_heads, head_dim) 最大 |k|：值不小于 0，头数在 1 到 {MOST_PANELS} 之间"
+            f"（每个头一幅子图）；实际是 {shown(magnitudes, True)}。"))
     layer = check_size(layer, "layer", minimum=0)
     heads, head_dim = magnitudes.shape
     fig, axes = plt.subplots(heads, 1, figsize=(11, 1.9 * heads + 0.6), sharex=True, layout="constrained", squeeze=False)

@@ -10,6 +10,8 @@ together. With d_k below 6 the keys cannot all be orthogonal, and the delta rule
 
 from __future__ import annotations
 
+import numbers
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
@@ -17,7 +19,7 @@ from matplotlib.figure import Figure
 
 from ..arguments import check_seed
 from ..checks import bilingual, check_size, shown
-from ..language import table, text
+from ..language import check_language, table, text
 from ..recurrent.delta_rule import delta_rule_step
 from ..recurrent.recall import MODEL_NAMES
 from .widgets import explore
@@ -41,7 +43,7 @@ def recall_example(num_pairs: int, key_size: int, seed: int = 0) -> tuple[torch.
     return pool[ids], values, ids
 
 
-def states_after(keys: torch.Tensor, values: torch.Tensor, written: int) -> dict[str, torch.Tensor]:
+def _states_after(keys: torch.Tensor, values: torch.Tensor, written: int) -> dict[str, torch.Tensor]:
     """The linear-attention state (sum of v kᵀ) and the delta-rule state (β = 1) after the first `written` pairs."""
     linear = torch.zeros(values.shape[1], keys.shape[1], dtype=keys.dtype)
     delta = linear.clone()
@@ -51,7 +53,7 @@ def states_after(keys: torch.Tensor, values: torch.Tensor, written: int) -> dict
     return {"linear": linear, "delta": delta}
 
 
-def latest(keys: torch.Tensor, values: torch.Tensor, ids: list[int], written: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _latest(keys: torch.Tensor, values: torch.Tensor, ids: list[int], written: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The distinct keys seen in the first `written` pairs, and the value each was given last."""
     last = {key_id: index for index, key_id in enumerate(ids[:written])}  # later writes win
     order = sorted(last)
@@ -60,7 +62,7 @@ def latest(keys: torch.Tensor, values: torch.Tensor, ids: list[int], written: in
     return keys[[last[i] for i in order]], values[[last[i] for i in order]]
 
 
-def recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+def _recalled(state: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     """(n,) True where reading key i returns an answer nearest to value i among the n values."""
     answers = keys @ state.T  # (n, d_v): S k for every key
     distances = torch.cdist(answers, values)  # (n, n)
@@ -71,15 +73,15 @@ def draw_states(num_pairs: int, key_size: int, written: int) -> Figure:
     """Both states as heatmaps, and for each key seen so far the error ‖S k − v‖ against its latest value."""
     keys, values, ids = recall_example(num_pairs, key_size)
     written = min(check_size(written, "written", minimum=0), num_pairs)
-    states = states_after(keys, values, written)
-    seen_keys, seen_values = latest(keys, values, ids, written)
+    states = _states_after(keys, values, written)
+    seen_keys, seen_values = _latest(keys, values, ids, written)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), width_ratios=(1, 1, 1.6), layout="constrained")
     limit = max(1.0, max(s.abs().max().item() for s in states.values()))
     names = {"linear": text("linear attention", "线性注意力"), "delta": text("delta rule", "delta 规则")}
     count = len(seen_keys)
     for ax, (kind, state) in zip(axes, states.items()):
         image = ax.imshow(state.numpy(), cmap="RdBu", vmin=-limit, vmax=limit)
-        hits = recalled(state, seen_keys, seen_values).sum().item() if count else 0
+        hits = _recalled(state, seen_keys, seen_values).sum().item() if count else 0
         ax.set_title(text(f"{names[kind]}: {hits} of {count} keys recalled", f"{names[kind]}：{count} 个键中回忆出 {hits} 个"),
                      fontsize=10)
         ax.set_xlabel(text("key feature (d_k)", "键的特征（d_k）"))
@@ -123,6 +125,16 @@ def _check_rows(rows: object, *fields: str) -> None:
         raise TypeError(bilingual(
             f"rows must be the non-empty list that recall_grid returns (dicts with {', '.join(needed)}), got {shown(rows)}.",
             f"rows 必须是 recall_grid 返回的非空列表（字典，带有 {'、'.join(needed)}），实际是 {shown(rows, True)}。"))
+    for row in rows:
+        sizes = [row[key] for key in ("pairs", "kept_floats", *(("key_size",) if "key_size" in needed else ()))]
+        accuracy = row["accuracy"]
+        if not (all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1 for n in sizes)
+                and isinstance(accuracy, numbers.Real) and not isinstance(accuracy, bool) and 0 <= accuracy <= 1):
+            raise ValueError(bilingual(
+                f"each row needs an accuracy from 0 to 1 and whole numbers of at least 1 for pairs, kept_floats and key_size, "
+                f"as recall_grid writes them; got {shown(row)}.",
+                f"每一行的 accuracy 必须在 0 到 1 之间，pairs、kept_floats 和 key_size 必须是不小于 1 的整数（recall_grid 就是这样写的）；"
+                f"实际是 {shown(row, True)}。"))
 
 
 def _names(model: str) -> tuple[str, str]:
@@ -143,7 +155,7 @@ def recall_table(rows: list[dict], language: str = "en") -> str:
     """Held-out recall per model (rows) and number of pairs (columns); each cell one number per seed, 'a / b'."""
     found = _by_model(rows)
     pairs = sorted({row["pairs"] for row in rows})
-    zh = language == "zh"
+    zh = check_language(language) == "zh"
     headers = ["模型" if zh else "model"] + [f"N = {n}" for n in pairs]
     body = [[_names(name)[zh]] + [" / ".join(f"{a:.2f}" for a in found[name][n]) for n in pairs] for name in found]
     return table(headers, body)
@@ -190,7 +202,7 @@ def state_size_table(rows: list[dict], language: str = "en") -> str:
     found = _by_size(rows)
     pairs = sorted({row["pairs"] for row in rows})
     kept = {(row["model"], row["key_size"], row["pairs"]): row["kept_floats"] for row in rows}
-    zh = language == "zh"
+    zh = check_language(language) == "zh"
     headers = ["模型" if zh else "model", "d_k", f"保存的数（N = {pairs[-1]}）" if zh else f"numbers kept (N = {pairs[-1]})"]
     body = [[_names(name)[zh], key_size, f"{kept[name, key_size, pairs[-1]]:,}"]
             + [" / ".join(f"{a:.2f}" for a in by_pairs[n]) for n in pairs]
@@ -204,6 +216,9 @@ def draw_state_sizes(rows: list[dict], reference: str = "softmax") -> Figure:
     The reference model (softmax attention with the smallest key size) is drawn dashed in every panel.
     """
     found = _by_size(rows)
+    if not isinstance(reference, str):
+        raise TypeError(bilingual(f"reference must be the name of a model in rows, such as 'softmax', got {shown(reference)}.",
+                                  f"reference 必须是 rows 里某个模型的名字，例如 'softmax'，实际是 {shown(reference, True)}。"))
     models = [name for name in dict.fromkeys(name for name, _ in found) if name != reference]
     if not models:
         raise ValueError(bilingual(f"rows hold no model besides the reference {reference!r}: nothing to draw a panel for.",

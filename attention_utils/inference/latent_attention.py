@@ -46,12 +46,14 @@ class LatentCache:
             raise ValueError(bilingual(
                 f"rotary_keys {tuple(rotary_keys.shape)} must have the batch and tokens of latents {tuple(latents.shape)}.",
                 f"rotary_keys {tuple(rotary_keys.shape)} 的批次和词元数必须与 latents {tuple(latents.shape)} 相同。"))
-        if self.latents is not None and (latents.shape[0], latents.shape[2]) != (self.latents.shape[0], self.latents.shape[2]):
+        if self.latents is not None and (latents.shape[0], latents.shape[2], rotary_keys.shape[2]) != (
+                self.latents.shape[0], self.latents.shape[2], self.rotary_keys.shape[2]):
             raise ValueError(bilingual(
-                f"The new latents {tuple(latents.shape)} do not match the cached {tuple(self.latents.shape)}; "
-                "use a new LatentCache for each sequence or batch.",
-                f"新的潜在向量 {tuple(latents.shape)} 与缓存中的 {tuple(self.latents.shape)} 不一致；"
-                "每个序列或批次请使用新的 LatentCache。"))
+                f"The new latents {tuple(latents.shape)} and rotary_keys {tuple(rotary_keys.shape)} do not match the cached "
+                f"{tuple(self.latents.shape)} and {tuple(self.rotary_keys.shape)}; use a new LatentCache for each sequence, "
+                "batch or model.",
+                f"新的潜在向量 {tuple(latents.shape)} 和 rotary_keys {tuple(rotary_keys.shape)} 与缓存中的 "
+                f"{tuple(self.latents.shape)} 和 {tuple(self.rotary_keys.shape)} 不一致；每个序列、批次或模型请使用新的 LatentCache。"))
         if self.latents is not None:
             latents, rotary_keys = torch.cat([self.latents, latents], 1), torch.cat([self.rotary_keys, rotary_keys], 1)
         self.latents, self.rotary_keys = latents, rotary_keys

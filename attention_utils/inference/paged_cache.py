@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_size, check_tensor, shown
+from ..checks import bilingual, check_no_overflow, check_size, check_tensor, shown
 from ..devices import check_fits
 from .kv_cache import KVCache, LayerCache
 
@@ -195,8 +195,10 @@ def paged_attention(queries: torch.Tensor, cache: PagedCache, sequence: int) -> 
             f"的整数倍，T_q 不超过该序列已存的 {s} 个词元（查询是它最后的几个词元），类型和设备与缓存相同"
             f"（{keys.dtype}，{keys.device}）。"))
     may_attend = torch.ones(t, s, dtype=torch.bool).tril(diagonal=s - t)  # query i sits at position s - t + i
-    return nn.functional.scaled_dot_product_attention(queries[None], keys[None], values[None], attn_mask=may_attend,
-                                                      enable_gqa=queries.shape[0] != keys.shape[0])[0]
+    out = nn.functional.scaled_dot_product_attention(queries[None], keys[None], values[None], attn_mask=may_attend,
+                                                     enable_gqa=queries.shape[0] != keys.shape[0])[0]
+    check_no_overflow(out, ("queries", "the cached keys", "the cached values"))
+    return out
 
 
 class PagedLayerCache(LayerCache):

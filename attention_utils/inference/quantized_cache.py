@@ -100,6 +100,9 @@ def pack_int4(codes: torch.Tensor) -> torch.Tensor:
 def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
     """The codes pack_int4 stored: low half-byte first."""
     _check_codes(packed, "packed")
+    if packed.dim() == 0:
+        raise ValueError(bilingual("`packed` must have at least one dimension, as pack_int4 returns it; got a 0-d tensor.",
+                                   "`packed` 至少要有一维（pack_int4 返回的就是这样）；实际是 0 维张量。"))
     return _unpack_int4(packed)
 
 

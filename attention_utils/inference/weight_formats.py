@@ -88,9 +88,9 @@ class Int8Linear(nn.Module):
                 f"x 必须是 float32 或 bfloat16 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
         if self.check_input:
             check_finite(x, "x")
-        if self.in_features % 16:  # torch 2.13's AVX-512 kernel reads past rows of other lengths: garbage or a crash
-            return x @ self.weight.to(x.dtype).T
-        flat = x.reshape(-1, self.in_features)
+        if self.in_features % 16 or not self.in_features:  # torch 2.13's AVX-512 kernel read past rows of other lengths
+            return x @ self.weight.to(x.dtype).T                # (garbage, or a crash), and fails on rows of nothing
+        flat = x.reshape(-1, self.in_features).contiguous()  # the kernel reads each row as one run of memory
         out = torch._weight_int8pack_mm(flat, self.values, self.scale.to(x.dtype))  # (N, out)
         return out.reshape(*x.shape[:-1], self.out_features)
 

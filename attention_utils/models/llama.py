@@ -137,6 +137,14 @@ class LlamaModel(nn.Module):
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
+        if not isinstance(config, LlamaConfig):
+            raise TypeError(bilingual(
+                f"config must be a LlamaConfig (LlamaConfig.from_gguf(read_gguf()) for lesson 13's model), got "
+                f"{type(config).__name__}.",
+                f"config 必须是 LlamaConfig（第 13 课的模型用 LlamaConfig.from_gguf(read_gguf())），实际是 {type(config).__name__}。"))
+        check_size(config.vocab_size, "vocab_size")
+        check_size(config.num_layers, "num_layers", maximum=MAX_LAYERS)
+        check_real(config.norm_eps, "norm_eps", "1e-05", True)
         self.config = config
         self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
         self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))

@@ -86,7 +86,7 @@ def delta_rule_step(
                 "states: give one per state (or one for all).",
                 f"`{name}` 的前几维是 {tuple(shape)}，而 state {tuple(state.shape)} 里有 {tuple(lead)} 个状态："
                 "请每个状态给一个（或者所有状态共用一个）。"))
-    return _step(state, key, value, beta, decay)
+    return _check_grew(_step(state, key, value, beta, decay))
 
 
 def _check_step_rate(rate: object, name: str, state: torch.Tensor, low_open: bool) -> torch.Tensor:
@@ -97,10 +97,11 @@ def _check_step_rate(rate: object, name: str, state: torch.Tensor, low_open: boo
         rate = torch.tensor(check_real(rate, name, "0.5"), dtype=state.dtype)
     rate = rate.to(state.dtype)
     low = rate <= 0 if low_open else rate < 0
-    if not cannot_read(rate) and bool((low | (rate > 1)).any()):
-        interval = "(0, 1]" if low_open else "[0, 1]"
-        raise ValueError(bilingual(f"`{name}` must lie in {interval}, got {rate.flatten()[0].item():.3g}.",
-                                   f"`{name}` 必须在 {interval} 之内，实际是 {rate.flatten()[0].item():.3g}。"))
+    outside = low | (rate > 1)
+    if not cannot_read(rate) and bool(outside.any()):
+        interval, found = "(0, 1]" if low_open else "[0, 1]", rate[outside].flatten()[0].item()
+        raise ValueError(bilingual(f"`{name}` must lie in {interval}, got {found:.3g}.",
+                                   f"`{name}` 必须在 {interval} 之内，实际是 {found:.3g}。"))
     return rate
 
 

@@ -301,13 +301,14 @@ def recall_accuracy(model: RecallModel, task: RecallTask, num_pairs: int, seed: 
     check_recall_setup(model, task)
     generator = torch.Generator().manual_seed(check_seed(seed))
     inputs, targets, scored = task.batch(batch_size, generator, num_pairs=num_pairs, held_out=True)
+    was_training, threads = model.training, torch.get_num_threads()
     model.eval()
-    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         predictions = model(inputs).argmax(dim=-1)
     finally:
         torch.set_num_threads(threads)
+        model.train(was_training)
     return (predictions[scored] == targets[scored]).float().mean().item()
 
 
