@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from .arguments import shown
-from .checks import bilingual, check_flag, check_length, check_rate, check_result, check_size, check_tensor
+from .checks import bilingual, cannot_read, check_flag, check_length, check_rate, check_result, check_size, check_tensor
 from .devices import check_fits
 from .modules import MultiHeadAttention
 
@@ -24,7 +24,7 @@ def alibi_slopes(num_heads: int) -> list[float]:
     8 heads get 1/2, 1/4, ..., 1/256. For other n the paper takes the slopes of the power of 2 just
     below n, then every other slope of twice that many heads.
     """
-    num_heads = check_size(num_heads, "num_heads")
+    num_heads = check_size(num_heads, "num_heads", maximum=1 << 20)  # a list of a billion slopes takes minutes
     below = 2 ** math.floor(math.log2(num_heads))
 
     def geometric(n: int) -> list[float]:
@@ -58,7 +58,11 @@ def alibi_bias(num_tokens: int, slopes: torch.Tensor) -> torch.Tensor:
     """(heads, T, T): -slope_h * |m - n| for query m and key n; 0 on the diagonal."""
     num_tokens = check_size(num_tokens, "num_tokens", minimum=0)
     check_tensor(slopes, "slopes", ranks=(1,))
-    check_fits(num_tokens, "num_tokens", lambda t: (len(slopes) + 1) * t * t * slopes.element_size(), slopes.device)
+    if not cannot_read(slopes) and bool((slopes < 0).any()):
+        raise ValueError(bilingual(f"slopes must be at least 0 (a negative slope rewards distant keys), got {shown(slopes)}.",
+                                   f"slopes 不能小于 0（负斜率会奖励远处的键），实际是 {shown(slopes, True)}。"))
+    # the int64 distances, their copy in the slopes' dtype, and one (T, T) penalty per head
+    check_fits(num_tokens, "num_tokens", lambda t: (8 + (len(slopes) + 1) * slopes.element_size()) * t * t, slopes.device)
     positions = torch.arange(num_tokens, device=slopes.device)
     distance = (positions[:, None] - positions[None, :]).abs().to(slopes.dtype)  # (T, T)
     return -slopes[:, None, None] * distance

@@ -135,6 +135,7 @@ from .arguments import (  # noqa: F401 (re-exported: the whole contract is impor
     check_index,
     check_rate,
     check_real,
+    check_same_length,
     check_seed,
     check_size,
     shown,

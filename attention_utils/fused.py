@@ -59,9 +59,10 @@ class FusedMultiHeadAttention(nn.Module):
         sinks: int = 0,
     ) -> None:
         super().__init__()
-        d_in, d_out, context_length, num_heads = check_sizes(
-            d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads
-        )
+        # no (context_length, context_length) mask is stored here (SDPA hides the future itself): a long context
+        # such as Llama 3.2's 131,072 must not be refused for a mask of 68 GB that is never built
+        d_in, d_out, num_heads = check_sizes(d_in=d_in, d_out=d_out, num_heads=num_heads)
+        context_length = check_size(context_length, "context_length")
         check_heads(d_out, num_heads)
         qkv_bias = check_flag(qkv_bias, "qkv_bias")
         self.d_in = d_in

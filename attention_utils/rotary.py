@@ -21,6 +21,7 @@ Two ways to run a trained model on longer texts than it saw (lesson 11 measures 
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ import torch
 from torch import nn
 
 from .arguments import shown
-from .checks import bilingual, check_size, check_tensor
+from .checks import bilingual, cannot_read, check_finite, check_size, check_tensor
 
 LAYOUTS = ("interleaved", "halves")
 EXTENSIONS = ("interpolation", "ntk")  # position interpolation, NTK-aware scaling of the base
@@ -37,7 +38,7 @@ EXTENSIONS = ("interpolation", "ntk")  # position interpolation, NTK-aware scali
 
 def _check_head_dim(head_dim: object) -> int:
     """A head size must be an even integer: its features form pairs."""
-    head_dim = check_size(head_dim, "head_dim", minimum=2)
+    head_dim = check_size(head_dim, "head_dim", minimum=2, maximum=1 << 20)  # tables of a billion angles fill memory
     if head_dim % 2:
         raise ValueError(
             bilingual(
@@ -133,9 +134,10 @@ def check_rotary_heads(d_out: int, num_heads: int, base: object, layout: object)
 
 def _positions(positions: object, num_tokens: int) -> torch.Tensor:
     """An int start offset becomes start, start+1, ...; a 1-D integer tensor is taken as it is."""
-    if isinstance(positions, torch.Tensor):
-        if positions.dtype not in (torch.int64, torch.int32) or positions.shape != (num_tokens,):
-            raise ValueError(
+    if isinstance(positions, torch.Tensor) and positions.dim():  # a 0-d tensor is a start, as an int
+        wrong_kind = positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool
+        if wrong_kind or positions.shape != (num_tokens,):
+            raise (TypeError if wrong_kind else ValueError)(
                 bilingual(
                     f"positions must be an int (the first position) or an integer tensor of shape ({num_tokens},), "
                     f"got a {positions.dtype} tensor of shape {tuple(positions.shape)}.",
@@ -143,10 +145,10 @@ def _positions(positions: object, num_tokens: int) -> torch.Tensor:
                     f"实际是形状为 {tuple(positions.shape)} 的 {positions.dtype} 张量。",
                 )
             )
-        if positions.numel() and positions.min() < 0:
+        if positions.numel() and not cannot_read(positions) and positions.min() < 0:
             raise ValueError(bilingual("positions must be at least 0.", "positions 不能小于 0。"))
-        return positions
-    start = check_size(positions, "positions", minimum=0)
+        return positions.long()
+    start = check_size(positions, "positions", minimum=0, maximum=2**53)  # float64 holds every whole number up to here
     return torch.arange(start, start + num_tokens)
 
 
@@ -171,7 +173,15 @@ def ntk_base(base: float, head_dim: int, factor: float) -> float:
                 "ntk_base 要求 head_dim 至少为 4：只有一个特征对时，最慢的就是特征对 0，而任何旋转底数都改变不了它的转速。",
             )
         )
-    return base * factor ** (head_dim / (head_dim - 2))
+    try:
+        scaled = base * factor ** (head_dim / (head_dim - 2))
+    except OverflowError:
+        scaled = math.inf
+    if not math.isfinite(scaled):
+        raise ValueError(bilingual(
+            f"ntk_base({base}, {head_dim}, factor={factor}) is beyond a float's range: choose a smaller factor.",
+            f"ntk_base({base}, {head_dim}, factor={factor}) 超出了浮点数的范围：请把 factor 设小一些。"))
+    return scaled
 
 
 def rotary_cos_sin(
@@ -185,6 +195,7 @@ def rotary_cos_sin(
     if not isinstance(positions, torch.Tensor) or positions.is_complex() or positions.dtype == torch.bool:
         raise TypeError(bilingual(f"positions must be a tensor of positions such as torch.arange(T), got {shown(positions)}.",
                                   f"positions 必须是由位置组成的张量，例如 torch.arange(T)，实际是 {shown(positions, True)}。"))
+    check_finite(positions, "positions")
     frequencies = rotary_frequencies(head_dim, base).to(positions.device)
     angles = positions.to(torch.float64)[..., None] / interpolation * frequencies  # (..., T, head_dim / 2)
     return torch.cos(angles), torch.sin(angles)

@@ -20,6 +20,7 @@ import torch
 from .checks import bilingual, check_dim, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
 
 RANKS = (2, 3, 4, 5)  # (T, d), (b, T, d), (b, h, T, d), or one more leading dimension
+MOST_STEPS = 100_000  # Python steps of a loop (tiles, or positions of online_softmax), tens of microseconds each
 
 
 def online_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -29,6 +30,9 @@ def online_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """
     scores = check_tensor(scores, "scores", ranks=(1, *RANKS), allow_neg_inf=True)
     dim = check_dim(dim, scores)
+    _check_loop(scores.shape[dim], f"scores of {scores.shape[dim]:,} positions along dim={dim}",
+                f"沿 dim={dim} 有 {scores.shape[dim]:,} 个位置的 scores", "use stable_softmax for long rows",
+                "长的行请用 stable_softmax")
     rows = scores.movedim(dim, -1)  # the positions to walk through come last
     running_max = torch.full(rows.shape[:-1], -math.inf, dtype=rows.dtype, device=rows.device)
     running_sum = torch.zeros_like(running_max)
@@ -51,6 +55,14 @@ def _finite(maximum: torch.Tensor) -> torch.Tensor:
 def _nonzero(total: torch.Tensor) -> torch.Tensor:
     """A running sum with 0 (nothing visible at all) replaced by 1: such a row gets zero weights, not 0 / 0."""
     return total.masked_fill(total == 0, 1.0)
+
+
+def _check_loop(steps: int, what_en: str, what_zh: str, fix_en: str, fix_zh: str) -> None:
+    """A Python loop of at most MOST_STEPS steps (tiles or positions), so a slip never runs for minutes."""
+    if steps > MOST_STEPS:
+        raise ValueError(bilingual(
+            f"{what_en} give {steps:,} steps of a Python loop, at most {MOST_STEPS:,} here; {fix_en}.",
+            f"{what_zh}要在 Python 循环里走 {steps:,} 步，这里最多 {MOST_STEPS:,} 步；{fix_zh}。"))
 
 
 def blocks(length: int, size: int) -> Iterator[tuple[int, int]]:
@@ -110,6 +122,10 @@ def tiled_attention(
     causal = check_flag(causal, "causal")
     block_q = check_size(block_size, "block_size") if block_q is None else check_size(block_q, "block_q")
     block_k = check_size(block_size, "block_size") if block_k is None else check_size(block_k, "block_k")
+    tiles = -(-queries.shape[-2] // block_q) * -(-keys.shape[-2] // block_k)
+    _check_loop(tiles, f"tiles of {block_q} x {block_k} over {queries.shape[-2]:,} queries and {keys.shape[-2]:,} keys",
+                f"{block_q} x {block_k} 的块铺满 {queries.shape[-2]:,} 个查询和 {keys.shape[-2]:,} 个键", "choose a larger block_size",
+                "请把 block_size 设大一些")
     output, _ = TiledAttention.apply(queries, keys, values, block_q, block_k, causal)
     check_no_overflow(output)  # the inputs are finite, so NaN or inf here means the scores overflowed
     return output

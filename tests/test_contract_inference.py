@@ -332,3 +332,122 @@ def test_a_llama_model_checks_its_config():
     assert_contract_error(lambda: LlamaModel(None), "config", kind=TypeError)
     for bad, name in (({"vocab_size": 0}, "vocab_size"), ({"norm_eps": -1.0}, "norm_eps"), ({"num_layers": 2000}, "num_layers")):
         assert_contract_error(lambda: LlamaModel(LlamaConfig(**(sizes | bad))), name, kind=ValueError)
+
+
+def test_generate_refuses_logits_of_nan():
+    from attention_utils.inference.generation import generate
+
+    class Broken(torch.nn.Module):
+        def forward(self, tokens):
+            return torch.full((*tokens.shape, 5), float("nan"))
+
+    assert_contract_error(lambda: generate(Broken(), torch.tensor([[1, 2, 3]]), 1), "model", "NaN", kind=ValueError)
+
+
+@pytest.mark.parametrize("merges, control", [(["a b"], ()), (["a b c"], ()), (["a "], ()), ([], ("",))])
+def test_a_tokenizer_refuses_merges_and_control_tokens_it_cannot_use(merges, control):
+    """A merge must join two tokens into a token (else encode fails later with a KeyError); a control token is text."""
+    from attention_utils.models.bpe_tokenizer import ByteLevelBPE, byte_alphabet
+    tokens = list(byte_alphabet().values()) + [""]
+    name = "merge" if merges else "control_tokens"
+    assert_contract_error(lambda: ByteLevelBPE(tokens, merges, control), name, kind=ValueError)
+
+
+def test_rotary_positions_and_sizes_beyond_their_range():
+    from attention_utils.rotary import apply_rotary, halves_order, ntk_base, rotary_cos_sin
+    assert_contract_error(lambda: rotary_cos_sin(torch.tensor([0.0, float("nan")]), 8), "positions", kind=ValueError)
+    assert_contract_error(lambda: apply_rotary(torch.randn(1, 2, 5, 8), 2**70), "positions", kind=ValueError)
+    assert_contract_error(lambda: ntk_base(10000.0, 8, 1e308), "factor", kind=ValueError)
+    assert_contract_error(lambda: halves_order(2**40), "head_dim", kind=ValueError)
+
+
+def test_alibi_slopes_for_more_heads_than_anyone_builds():
+    from attention_utils.alibi import alibi_slopes
+    assert_contract_error(lambda: alibi_slopes(10**9), "num_heads", kind=ValueError)
+
+
+def test_the_explorers_of_lessons_11_to_13_check_what_they_draw():
+    from attention_utils.explorers import lesson11, lesson12, lesson13
+    assert_contract_error(lambda: lesson11.draw_turned_tokens(torch.randn(3, 2), ["a"]), "tokens", kind=ValueError)
+    assert_contract_error(lambda: lesson11.draw_length_accuracy({"a": [0.5, 0.6]}, [1, 2, 3], 0.1), "lengths",
+                          kind=ValueError)
+    assert_contract_error(lambda: lesson12.draw_cache_growth([1, 2, 3], [1, 2]), "nbytes", kind=ValueError)
+    assert_contract_error(lambda: lesson12.draw_generation(10, 6, 10, 4, 0, 100), "step", kind=ValueError)
+    assert_contract_error(lambda: lesson12.show_generation(new_tokens=0), "new_tokens", kind=ValueError)
+    assert_contract_error(lambda: lesson12.step_rows(-1, 4, 2, 0), "step", kind=ValueError)
+    assert_contract_error(lambda: lesson13.draw_sinks(torch.full((2, 3), float("nan"))), "share", kind=ValueError)
+    assert_contract_error(lambda: lesson13.show_attention(None, None), "model", kind=TypeError)
+
+
+def test_the_model_file_reader_refuses_a_pipe_and_an_alignment_not_a_power_of_two(tmp_path):
+    import os
+    import struct
+    from attention_utils.models.gguf_file import read_gguf
+    pipe = tmp_path / "pipe.gguf"
+    os.mkfifo(pipe)
+    assert_contract_error(lambda: read_gguf(pipe), "path", "not a regular file", kind=ValueError)  # never waits
+    key, value = b"general.alignment", struct.pack("<II", 4, 3)  # a uint32 setting of 3
+    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + value
+    (tmp_path / "odd.gguf").write_bytes(header)
+    assert_contract_error(lambda: read_gguf(tmp_path / "odd.gguf"), "general.alignment", "power of two", kind=ValueError)
+
+
+def test_a_long_context_is_not_refused_for_a_mask_never_built():
+    """Llama 3.2's files state 131,072 tokens; the fused module keeps no (T, T) mask, so it builds at any length."""
+    assert au.FusedMultiHeadAttention(16, 16, 131_072, 0.0, 2).context_length == 131_072
+
+
+def test_generate_names_a_model_without_a_cache_and_reads_numpy_sizes():
+    from attention_utils.inference.generation import generate, stated_sizes
+    from attention_utils.inference.kv_cache import KVCache
+
+    class NoCache(torch.nn.Module):
+        context_length = np.int64(6)
+
+        def forward(self, tokens):
+            return torch.zeros(*tokens.shape, 5)
+
+    assert_contract_error(lambda: generate(NoCache(), torch.tensor([[1, 2]]), 1, KVCache(1)), "cache", kind=TypeError)
+    assert stated_sizes(NoCache())[0] == 6
+    assert_contract_error(lambda: generate(NoCache(), torch.tensor([[1, 2]]), 6), "new_tokens", kind=ValueError)
+
+
+def test_check_writable_and_attention_maps_name_their_input(smollm2):
+    model, tokenizer = smollm2
+    assert_contract_error(lambda: tokenizer.check_writable(123), "text", kind=TypeError)
+    assert_contract_error(lambda: head_scores.attention_maps(model, torch.zeros(0, 3, dtype=torch.long)), "tokens",
+                          kind=ValueError)
+
+
+def test_loops_of_tiles_and_positions_are_bounded():
+    from attention_utils.tiled import online_softmax, tiled_attention
+    x = torch.randn(1, 3000, 2)
+    assert_contract_error(lambda: tiled_attention(x, x, x, block_size=1), "block_size", kind=ValueError)
+    assert_contract_error(lambda: online_softmax(torch.zeros(200_000)), "scores", "stable_softmax", kind=ValueError)
+
+
+def test_alibi_bias_refuses_negative_slopes_and_counts_its_distances():
+    from attention_utils.alibi import alibi_bias
+    assert_contract_error(lambda: alibi_bias(3, torch.tensor([-1.0])), "slopes", kind=ValueError)
+    assert_contract_error(lambda: alibi_bias(70_000, torch.tensor([1.0], dtype=torch.float16)), "num_tokens",
+                          kind=ValueError)  # 39 GB of int64 distances before the float16 penalty
+
+
+def test_rotary_positions_of_any_integer_kind():
+    from attention_utils.rotary import apply_rotary
+    x = torch.randn(2, 5, 8)
+    expected = apply_rotary(x, 3)
+    torch.testing.assert_close(apply_rotary(x, torch.tensor(3)), expected)
+    for dtype in (torch.int16, torch.uint8):
+        torch.testing.assert_close(apply_rotary(x, torch.arange(3, 8, dtype=dtype)), expected)
+    assert_contract_error(lambda: apply_rotary(x, torch.arange(3.0, 8.0)), "positions", kind=TypeError)
+
+
+def test_flex_attention_refuses_gradients_and_meta_on_the_cpu():
+    mask = flex_window.window_block_mask(8, window=4, block_size=8)
+    x = torch.randn(1, 1, 8, 4)
+    assert_contract_error(lambda: flex_window.flex_window_attention(x.requires_grad_(), x, x, mask, compiled=False),
+                          "queries", "no_grad", kind=ValueError)
+    meta = torch.randn(1, 1, 8, 4, device="meta")
+    assert_contract_error(lambda: flex_window.flex_window_attention(meta, meta, meta, mask, compiled=False), "queries",
+                          kind=ValueError)

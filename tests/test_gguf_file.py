@@ -287,3 +287,17 @@ def test_flipped_bytes_give_a_right_read_or_one_error(tmp_path, layout, both, da
 
 def test_a_name_too_long_to_look_up(tmp_path):
     refused("x" * 300 + ".gguf", ValueError, "cannot be looked up")
+
+
+def test_a_tensor_gguf_cannot_turn_into_numbers_is_named(tmp_path):
+    """F64 and I32 have sizes gguf knows but no dequantizer: the reader names the tensor and its format."""
+    path = tmp_path / "f64.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((2, 4), dtype=np.float64))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ValueError, match="'blk.0.attn_q.weight' is stored as F64") as error:
+        read_gguf(path).tensor("blk.0.attn_q.weight")
+    assert CJK.search(str(error.value))

@@ -11,6 +11,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..checks import bilingual, check_same_length, check_tensor, shown
 from ..language import text
 from ..plotting import show_heatmaps
 from ..rotary import apply_rotary, rotary_frequencies
@@ -61,6 +62,8 @@ def draw_turned_tokens(pairs: torch.Tensor, tokens: Sequence[str], head_dim: int
 
     Dotted arrows are the pairs before turning; the legend gives each token's position.
     """
+    check_tensor(pairs, "pairs", ranks=(2,), last_dim=2, last_name="2 (one feature pair)")
+    check_same_length({"pairs": pairs, "tokens": tokens})
     speeds = rotary_frequencies(head_dim, base)
     positions = torch.arange(len(pairs))
     fig, axes = plt.subplots(1, 2, figsize=(10, 5.6), layout="constrained")
@@ -90,6 +93,11 @@ def draw_layout_maps(right: torch.Tensor, converted: torch.Tensor, wrong: torch.
 
 def draw_length_accuracy(accuracies: dict[str, Sequence[float]], lengths: Sequence[int], chance: float) -> Figure:
     """Held-out accuracy against sequence length, one line per kind of positions; the first length is the trained one."""
+    if not isinstance(accuracies, dict) or not accuracies:
+        raise TypeError(bilingual(f"accuracies must be a non-empty dict {{label: one accuracy per length}}, got {shown(accuracies)}.",
+                                  f"accuracies 必须是非空字典 {{标签: 每个长度一个准确率}}，实际是 {shown(accuracies, True)}。"))
+    for label, values in accuracies.items():
+        check_same_length({f"accuracies[{label!r}]": values, "lengths": lengths})
     fig, ax = plt.subplots(figsize=(8.5, 3.8), layout="constrained")
     for (label, values), marker in zip(accuracies.items(), "osD^v"):
         ax.plot(lengths, [100 * v for v in values], marker=marker, label=label)

@@ -10,16 +10,19 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..inference.kv_cache import LayerCache, kv_cache_bytes
+from ..checks import bilingual, check_same_length, check_size
 from ..language import text
 from .widgets import explore
 
 # what happens to the key and value of each position at one step
 FUTURE, COMPUTED, READ, DROPPED = 0, 1, 2, 3
 COLORS = ListedColormap(["white", "tab:orange", "tab:blue", "lightgray"])
+MOST_STEPS = 1000  # one column per position: more would be unreadable, and each step walks the cache again
 
 
 def draw_cache_growth(tokens_seen: list[int], nbytes: list[int]) -> Figure:
     """cache.nbytes after each step against the tokens it holds: a straight line whose slope the formula predicts."""
+    check_same_length({"tokens_seen": tokens_seen, "nbytes": nbytes})
     fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
     ax.plot(tokens_seen, nbytes, marker="o")
     ax.set(xlabel=text("tokens in the cache", "缓存中的词元数"), ylabel=text("cache.nbytes", "cache.nbytes（字节）"))
@@ -28,6 +31,7 @@ def draw_cache_growth(tokens_seen: list[int], nbytes: list[int]) -> Figure:
 
 def cache_after(steps: int, prompt_length: int, window: int | None, sinks: int) -> LayerCache:
     """The package's cache after the prefill and `steps` decode steps (1 key and value per head of 1 number)."""
+    steps, prompt_length = check_size(steps, "steps", minimum=0, maximum=MOST_STEPS), check_size(prompt_length, "prompt_length")
     cache = LayerCache()
     prompt = torch.zeros(1, 1, prompt_length, 1)
     cache.update(prompt, prompt, window, sinks)
@@ -39,6 +43,7 @@ def cache_after(steps: int, prompt_length: int, window: int | None, sinks: int) 
 
 def step_rows(step: int, prompt_length: int, window: int | None, sinks: int) -> torch.Tensor:
     """(3, positions) states at one step: without a cache, with a cache, with a windowed cache (the real one)."""
+    step, prompt_length = check_size(step, "step", minimum=0, maximum=MOST_STEPS), check_size(prompt_length, "prompt_length")
     total = prompt_length + step  # tokens that go into this step's attention
     new = range(total) if step == 0 else range(total - 1, total)
     rows = torch.full((3, total), FUTURE)
@@ -55,6 +60,11 @@ def step_rows(step: int, prompt_length: int, window: int | None, sinks: int) -> 
 
 def draw_generation(step: int, prompt_length: int, new_tokens: int, window: int, sinks: int, bytes_per_token: int) -> Figure:
     """Positions across, one row per way of generating; below, the windowed cache's slots; the title gives its size."""
+    new_tokens = check_size(new_tokens, "new_tokens", maximum=MOST_STEPS)
+    if check_size(step, "step", minimum=0) >= new_tokens:
+        raise ValueError(bilingual(f"step must be below new_tokens={new_tokens} (steps 0 to {new_tokens - 1}), got {step}.",
+                                   f"step 必须小于 new_tokens={new_tokens}（第 0 到 {new_tokens - 1} 步），实际是 {step}。"))
+    window, sinks = check_size(window, "window", minimum=0), check_size(sinks, "sinks", minimum=0)
     window_or_none = window or None
     sinks = sinks if window_or_none else 0
     rows = step_rows(step, prompt_length, window_or_none, sinks)
@@ -111,6 +121,8 @@ def draw_slots(ax, step: int, prompt_length: int, window: int | None, sinks: int
 def show_generation(prompt_length: int = 6, new_tokens: int = 10, num_layers: int = 2, kv_heads: int = 1,
                     head_dim: int = 32, bytes_per_value: int = 4) -> None:
     """Sliders for the decode step, the window W (0 = none) and the sinks kept; the cache's bytes use the model's sizes."""
+    prompt_length = check_size(prompt_length, "prompt_length", maximum=MOST_STEPS)
+    new_tokens = check_size(new_tokens, "new_tokens", maximum=MOST_STEPS)
     bytes_per_token = kv_cache_bytes(num_layers, kv_heads, head_dim, 1, bytes_per_value)
     explore(
         lambda step, window, sinks: draw_generation(step, prompt_length, new_tokens, window, sinks, bytes_per_token),

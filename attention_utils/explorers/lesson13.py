@@ -7,8 +7,9 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import bilingual
-from ..models.head_scores import attention_maps
+from ..checks import bilingual, check_index, check_tensor, shown
+from ..models.bpe_tokenizer import ByteLevelBPE
+from ..models.head_scores import attention_maps, check_model
 from ..language import text
 from ..models.llama import model_inputs
 from ..plotting import show_heatmaps
@@ -24,6 +25,7 @@ def _readable(label: str) -> str:
 
 def draw_sinks(share: torch.Tensor) -> Figure:
     """A (layers, heads) table of the share of attention sent to the first token, one cell per head."""
+    check_tensor(share, "share", ranks=(2,))
     fig = show_heatmaps(share[None, None], xlabel=text("head", "头"), ylabel=text("layer", "层"),
                         titles=[text("share of attention on the first token", "落在第一个词元上的注意力比例")],
                         cmap="Reds", annotate=False, vmin=0, vmax=1, figsize=(4.6, 8.2))
@@ -74,6 +76,7 @@ def draw_attention(run: _LastRun, prompt: str, layer: int, head: int) -> Figure:
         labels, maps, guesses = run(prompt)
     except (TypeError, ValueError) as error:
         return _message(error)
+    layer, head = check_index(layer, "layer", maps.shape[0], "层数"), check_index(head, "head", maps.shape[1], "头数")
     weights = maps[layer, head]
     size = 2.6 + 0.2 * len(labels)
     fig, (ax, bars) = plt.subplots(1, 2, figsize=(size + 3.6, size), width_ratios=(size, 2.4), layout="constrained")
@@ -98,8 +101,13 @@ def draw_attention(run: _LastRun, prompt: str, layer: int, head: int) -> Figure:
 def show_attention(model: torch.nn.Module, tokenizer, prompt: str = "The capital of France is Paris. The capital of Italy is",
                    layer: int = 18, head: int = 6) -> None:
     """The explorer: a prompt box (press Enter), a layer slider and a head slider."""
+    config = check_model(model).config
+    if not isinstance(tokenizer, ByteLevelBPE):
+        raise TypeError(bilingual(f"tokenizer must be the ByteLevelBPE that load_smollm2() returns, got {shown(tokenizer)}.",
+                                  f"tokenizer 必须是 load_smollm2() 返回的 ByteLevelBPE，实际是 {shown(tokenizer, True)}。"))
+    layer = check_index(layer, "layer", config.num_layers, "层数")
+    head = check_index(head, "head", config.num_heads, "头数")
     run = _LastRun(model, tokenizer)
-    config = model.config
     explore(
         lambda prompt, layer, head: draw_attention(run, prompt, layer, head),
         prompt=widgets.Text(value=prompt, continuous_update=False, description=text("prompt", "提示词"),

@@ -106,6 +106,15 @@ def check_flex_inputs(queries: object, keys: object, values: object, block_mask:
     for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
         check_tensor(tensor, name, ranks=(4,))
     check_same_dtype({"queries": queries, "keys": keys, "values": values})
+    if queries.device.type == "meta":
+        raise ValueError(bilingual("FlexAttention needs values: queries on the meta device hold none; use CPU tensors.",
+                                   "FlexAttention 需要真实的数值：meta 设备上的 queries 没有数值；请用 CPU 上的张量。"))
+    if queries.device.type == "cpu" and torch.is_grad_enabled() and any(t.requires_grad for t in (queries, keys, values)):
+        raise ValueError(bilingual(
+            "FlexAttention runs forward only on the CPU (torch 2.13 has no backward there), but queries, keys or values "
+            "require grad: call it under torch.no_grad(), or pass x.detach().",
+            "FlexAttention 在 CPU 上只能做前向计算（torch 2.13 在 CPU 上没有反向传播），而 queries、keys 或 values 需要梯度："
+            "请在 torch.no_grad() 下调用，或者传入 x.detach()。"))
     (b, h, t_q, d), (bk, hk, t_k, dk), (bv, hv, t_v, _) = queries.shape, keys.shape, values.shape
     if (bk, hk, t_k) != (bv, hv, t_v) or (b, h) != (bk, hk) or d != dk:
         raise ValueError(

@@ -7,12 +7,13 @@ returns logits (batch, T, vocab): the tiny model of lessons 10-12 and the real o
 from __future__ import annotations
 
 import inspect
+import numbers
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_size
+from ..checks import bilingual, cannot_read, check_size
 from .kv_cache import KVCache
 
 
@@ -55,6 +56,10 @@ def generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int, cache: KVC
                 "装着另一个序列的缓存会把两个序列混在一起。",
             )
         )
+    if cache is not None and not takes_keywords(model, "cache"):
+        raise TypeError(bilingual(
+            f"model {type(model).__name__} takes no cache (its forward has no `cache` keyword); call generate without one.",
+            f"模型 {type(model).__name__} 不接受缓存（它的 forward 没有 `cache` 参数）；调用 generate 时请不要传 cache。"))
     check_reach(model, prompt.shape[1], new_tokens)
     was_training = model.training
     model.eval()
@@ -111,7 +116,8 @@ def stated_sizes(model: nn.Module) -> tuple[int | None, int | None]:
     found = []
     for name in ("context_length", "vocab_size"):
         value = getattr(getattr(model, "config", None), name, getattr(model, name, None))
-        found.append(value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None)
+        stated = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0  # numpy counts too
+        found.append(int(value) if stated else None)
     return found[0], found[1]
 
 
@@ -156,4 +162,11 @@ def check_logits(logits: object, step_input: torch.Tensor) -> torch.Tensor:
                 f"实际是 {got}；generate 需要语言模型对下一个词元的打分。",
             )
         )
+    if logits.numel() and not cannot_read(logits) and not torch.isfinite(logits.sum()) and bool(
+            (torch.isnan(logits) | (logits == float("inf"))).any()):  # -inf (a banned token) is a score; NaN is none
+        raise ValueError(bilingual(
+            "model returned logits holding NaN or inf, so no token can be chosen: its weights hold NaN or inf, or "
+            "its activations overflowed; check them with torch.isfinite.",
+            "model 返回的 logits 里有 NaN 或 inf，无法选出下一个词元：可能是它的权重里有 NaN 或 inf，"
+            "也可能是中间结果溢出了；请用 torch.isfinite 检查。"))
     return logits

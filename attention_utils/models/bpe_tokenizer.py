@@ -104,12 +104,18 @@ class ByteLevelBPE:
         self.ids = {token: index for index, token in enumerate(self.tokens)}
         merges = check_strings(merges, "merges")
         self.ranks = {tuple(merge.split(" ")): rank for rank, merge in enumerate(merges)}  # lower rank = merged first
+        broken = next((merge for merge, pair in zip(merges, self.ranks) if len(pair) != 2 or not all(pair)
+                       or "".join(pair) not in self.ids), None)
+        if broken is not None:
+            raise ValueError(bilingual(
+                f"each merge must be two tokens separated by one space whose join is a token too; {broken!r} is not.",
+                f"每条 merges 必须是用一个空格隔开的两个词元，而且两者连起来也是一个词元；{broken!r} 不是。"))
         self.to_byte = {character: byte for byte, character in byte_alphabet().items()}
-        unknown = [token for token in check_strings(control_tokens, "control_tokens") if token not in self.ids]
+        unknown = [token for token in check_strings(control_tokens, "control_tokens") if token not in self.ids or not token]
         if unknown:
             raise ValueError(bilingual(
-                f"control_tokens must be tokens of the vocabulary; {unknown[0]!r} is not one of `tokens`.",
-                f"control_tokens 必须是词表里的词元；{unknown[0]!r} 不在 `tokens` 里。"))
+                f"control_tokens must be non-empty tokens of the vocabulary; {unknown[0]!r} is not one of `tokens`.",
+                f"control_tokens 必须是词表里非空的词元；{unknown[0]!r} 不是 `tokens` 里的非空词元。"))
         self.control = {token: self.ids[token] for token in control_tokens}
         longest_first = sorted(self.control, key=len, reverse=True)
         self.control_split = regex.compile("(" + "|".join(map(regex.escape, longest_first)) + ")") if longest_first else None
@@ -130,11 +136,12 @@ class ByteLevelBPE:
                 f"这个文件的分词器是 {kind!r}，不是字节级 BPE（'gpt2'）。"))
         tokens = setting(file, "tokenizer.ggml.tokens")
         types = setting(file, "tokenizer.ggml.token_type")
-        if not isinstance(types, list) or not isinstance(tokens, list) or len(types) != len(tokens):
+        if not isinstance(types, list) or not isinstance(tokens, list) or len(types) != len(tokens) or not all(
+                isinstance(kind, int) for kind in types):
             raise ValueError(bilingual(
-                f"{file.path.name}: 'tokenizer.ggml.token_type' must give one type per token of 'tokenizer.ggml.tokens'; "
-                "the file is damaged.",
-                f"{file.path.name}：'tokenizer.ggml.token_type' 应为 'tokenizer.ggml.tokens' 的每个词元给出一个类型；文件已损坏。"))
+                f"{file.path.name}: 'tokenizer.ggml.token_type' must give one integer type per token of "
+                "'tokenizer.ggml.tokens'; the file is damaged.",
+                f"{file.path.name}：'tokenizer.ggml.token_type' 应为 'tokenizer.ggml.tokens' 的每个词元给出一个整数类型；文件已损坏。"))
         control = [token for token, kind in zip(tokens, types) if kind == CONTROL]
         return cls(tokens, setting(file, "tokenizer.ggml.merges"), control)
 
@@ -188,6 +195,7 @@ class ByteLevelBPE:
 
     def check_writable(self, text: str, name: str = "text") -> str:
         """Refuse a lone surrogate (not text at all) and a character whose bytes this vocabulary has no token for."""
+        text = check_text(text, name)
         try:
             encoded = text.encode("utf-8")
         except UnicodeEncodeError as error:

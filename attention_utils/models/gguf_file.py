@@ -155,7 +155,14 @@ class GGUFFile:
         kind = gguf.GGMLQuantizationType(entry.kind)
         rows = int(np.prod(entry.shape[:-1], dtype=object))
         raw = np.asarray(self.data[entry.offset : entry.offset + size]).reshape(rows, size // rows)
-        numbers = gguf.quants.dequantize(raw, kind)  # (rows, columns) float32
+        try:
+            numbers = gguf.quants.dequantize(raw, kind)  # (rows, columns) float32
+        except NotImplementedError:  # formats gguf can measure but not turn into numbers (F64, I32, ...)
+            raise ValueError(bilingual(
+                f"Tensor {name!r} is stored as {kind.name}, which the gguf package cannot turn into numbers; use a file "
+                "whose weights are float32, float16, bfloat16 or llama.cpp's quantized formats.",
+                f"张量 {name!r} 以 {kind.name} 格式存储，gguf 包无法把它还原成数值；请使用权重为 float32、float16、bfloat16 "
+                "或 llama.cpp 量化格式的文件。")) from None
         return torch.from_numpy(np.array(numbers, dtype=np.float32)).reshape(entry.shape)  # a copy: the map is read-only
 
 
@@ -212,6 +219,10 @@ def check_path(path: object) -> Path:
         raise ValueError(bilingual(
             f"path {str(path)!r} is a folder; give the .gguf file inside it, such as {str(path / MODEL_FILE)!r}.",
             f"path {str(path)!r} 是一个文件夹；请给出其中的 .gguf 文件，例如 {str(path / MODEL_FILE)!r}。"))
+    if not path.is_file():  # a pipe or a device: reading it could wait forever
+        raise ValueError(bilingual(
+            f"path {str(path)!r} is not a regular file (a pipe or a device); give the path of a .gguf file.",
+            f"path {str(path)!r} 不是普通文件（而是管道或设备）；请给出 .gguf 文件的路径。"))
     return path
 
 
@@ -397,12 +408,13 @@ class _Header:
     def data_start(self, metadata: dict[str, object]) -> int:
         """The data part starts at the next multiple of `general.alignment` (32 unless the header says otherwise)."""
         alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-        if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1:
+        # the format asks for a power of two; the data of a file with any other alignment would be read shifted
+        if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1 or alignment & (alignment - 1):
             raise ValueError(bilingual(
-                f"{self.path.name} is damaged: its setting 'general.alignment' is {shown(alignment)}, not a whole "
-                f"number of at least 1; {_fix_en()}.",
+                f"{self.path.name} is damaged: its setting 'general.alignment' is {shown(alignment)}, not a power of "
+                f"two; {_fix_en()}.",
                 f"{self.path.name} 已损坏：它的设置项 'general.alignment' 是 {shown(alignment, True)}，"
-                f"不是不小于 1 的整数；{_fix_zh()}。"))
+                f"不是 2 的幂；{_fix_zh()}。"))
         return -(-self.at // alignment) * alignment
 
 

@@ -54,6 +54,10 @@ def check_maps(maps: object, name: str = "maps") -> torch.Tensor:
 def _attention_inputs(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The logits, and what each attention layer received (its RMSNorm's output), for the first sequence."""
     inputs, model = [], check_model(model)
+    if isinstance(tokens, torch.Tensor) and tokens.dim() == 2 and tokens.shape[0] == 0:
+        raise ValueError(bilingual("tokens hold no sequence (batch 0), and the maps are those of the first sequence: "
+                                   "give at least one.",
+                                   "tokens 里没有序列（批大小为 0），而注意力图取的是第一个序列：请至少给一个序列。"))
     hooks = [block.attention.register_forward_pre_hook(lambda _module, args: inputs.append(args[0][:1]))
              for block in model.blocks]
     try:
