@@ -260,11 +260,15 @@ def test_token_ids_beyond_int64_are_refused(prompts, pad_id, name):
     assert_contract_error(lambda: left_pad(prompts, pad_id), name, "2**63 - 1", kind=ValueError)
 
 
-def test_a_low_rank_cache_refuses_keys_of_another_dtype_and_fits_its_basis_in_memory():
+def test_a_low_rank_cache_refuses_keys_of_another_dtype_and_fits_a_basis_to_many_vectors():
     cache = LowRankLayerCache(BASIS.double(), BASIS.double(), 4)
     assert_contract_error(lambda: cache.update(torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8)), "keys", kind=TypeError)
-    many = torch.zeros(1, 1, 200_000, 4).expand(1, 1, 200_000, 4)  # U of the SVD would be 200,000² float64: 320 GB
-    assert_contract_error(lambda: fit_basis(many), "vectors", "at most", kind=ValueError)
+    many = torch.randn(1, 1, 200_000, 4)  # a full SVD's U would be 200,000² float64 (320 GB): the reduced one needs none
+    basis = fit_basis(many)[0]
+    torch.testing.assert_close(basis.T @ basis, torch.eye(4), atol=1e-5, rtol=0)
+    few = torch.randn(1, 1, 2, 4)  # fewer vectors than head_dim: still head_dim orthonormal directions
+    basis = fit_basis(few)[0]
+    torch.testing.assert_close(basis.T @ basis, torch.eye(4), atol=1e-5, rtol=0)
 
 
 def test_logits_through_cache_needs_a_model_that_takes_a_cache(text):
@@ -422,3 +426,19 @@ def test_the_roofline_needs_its_roofs():
 def test_a_table_in_another_language_is_refused():
     for bad, kind in (("fr", ValueError), (None, TypeError)):
         assert_contract_error(lambda: model_format_table(load_saved(SAVED_MODEL), bad), "language", kind=kind)
+
+
+def test_odd_sizes_ids_and_bases_found_by_the_third_probe(text, llama):
+    class OddHeads(SmolSizes):
+        num_kv_heads = 5
+    assert_contract_error(lambda: forward_cost(OddHeads, 1), "config.num_kv_heads", kind=ValueError)
+    assert_contract_error(lambda: pc.pages_needed(iter([3, 4])), "lengths", kind=TypeError)  # an endless iterator would hang
+    logits = llama(text)
+    assert perplexity(logits, text.int()) == pytest.approx(perplexity(logits, text))
+    assert_contract_error(lambda: LowRankLayerCache(BASIS.double(), BASIS, 2), "value_basis", kind=TypeError)
+
+
+def test_the_figures_of_lesson_15_bound_their_points_and_bars():
+    point = {"method": "full", "label": "float32", "bytes_per_token": 100.0, "perplexity": 10.0}
+    assert_contract_error(lambda: explorers15.draw_quality_bytes([point] * 201), "points", kind=TypeError)
+    assert_contract_error(lambda: explorers15.draw_key_magnitudes(torch.ones(1, 100_000), 0), "magnitudes", kind=ValueError)

@@ -341,3 +341,14 @@ def test_rows_with_values_recall_grid_never_writes_are_refused(bad):
 def test_the_recall_tables_and_figures_name_a_bad_language_or_reference():
     assert_contract_error(lambda: explorers16.recall_table([ROW], "fr"), "language", kind=ValueError)
     assert_contract_error(lambda: explorers16.draw_state_sizes([ROW], reference=5), "reference", kind=TypeError)
+
+
+def test_a_step_on_meta_builds_its_rates_there():
+    state, key, value = torch.zeros(2, 3, 4, device="meta"), torch.rand(2, 4, device="meta"), torch.rand(2, 3, device="meta")
+    assert delta_rule_step(state, key, value, 0.5, 0.9).shape == (2, 3, 4)
+
+
+def test_a_size_table_of_two_grids_with_other_pairs_shows_a_dash():
+    rows = [ROW, ROW | {"model": "linear", "pairs": 4}]  # delta has no N = 4, linear no N = 2
+    table = explorers16.state_size_table(rows)
+    assert table.count("–") == 3  # delta's numbers kept at N = 4, delta at N = 4, linear at N = 2

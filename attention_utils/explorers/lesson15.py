@@ -19,6 +19,8 @@ from ..language import text
 from ..plotting import MOST_PANELS, label_points
 from .widgets import explore
 
+MOST_POINTS = 200  # each point gets a label placed around the others: a thousand took over a minute
+MOST_BARS = 1024  # channels per head drawn as bars (SmolLM2's heads have 64)
 METHOD_NAMES = {
     "full": ("float32 cache (as shipped)", "float32 缓存（原样）"),
     "quantized": ("quantized keys and values", "量化的键和值"),
@@ -40,12 +42,12 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
-    if not 1 <= magnitudes.shape[0] <= MOST_PANELS or (not cannot_read(magnitudes) and bool((magnitudes < 0).any())):
+    if not 1 <= magnitudes.shape[0] <= MOST_PANELS or magnitudes.shape[1] > MOST_BARS or (not cannot_read(magnitudes) and bool((magnitudes < 0).any())):
         raise ValueError(bilingual(
             f"magnitudes must be key_magnitudes' (kv_heads, head_dim) of largest |k|, values of at least 0, with 1 to "
-            f"{MOST_PANELS} heads (one panel each); got {shown(magnitudes)}.",
+            f"{MOST_PANELS} heads (one panel each) of at most {MOST_BARS} channels; got {shown(magnitudes)}.",
             f"magnitudes 应是 key_magnitudes 返回的 (kv_heads, head_dim) 最大 |k|：值不小于 0，头数在 1 到 {MOST_PANELS} 之间"
-            f"（每个头一幅子图）；实际是 {shown(magnitudes, True)}。"))
+            f"（每个头一幅子图），每个头最多 {MOST_BARS} 个通道；实际是 {shown(magnitudes, True)}。"))
     layer = check_size(layer, "layer", minimum=0)
     heads, head_dim = magnitudes.shape
     fig, axes = plt.subplots(heads, 1, figsize=(11, 1.9 * heads + 0.6), sharex=True, layout="constrained", squeeze=False)
@@ -96,13 +98,13 @@ def draw_quality_bytes(points: list[dict], highlight: int | None = None) -> Figu
 
 
 def _check_points(points: object) -> None:
-    """A non-empty list of points, each a dict with the four keys the figure reads."""
+    """A list of 1 to MOST_POINTS points, each a dict with the four keys the figure reads."""
     fields = ("method", "label", "bytes_per_token", "perplexity")
-    if not isinstance(points, (list, tuple)) or not points or not all(
+    if not isinstance(points, (list, tuple)) or not 1 <= len(points) <= MOST_POINTS or not all(
             isinstance(p, dict) and set(fields) <= p.keys() for p in points):
         raise TypeError(bilingual(
-            f"points must be a non-empty list of dicts with the keys {', '.join(fields)}, got {shown(points)}.",
-            f"points 必须是非空的字典列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+            f"points must be a list of 1 to {MOST_POINTS} dicts with the keys {', '.join(fields)}, got {shown(points)}.",
+            f"points 必须是 1 到 {MOST_POINTS} 个字典组成的列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
     for point in points:
         if not all(isinstance(point[key], numbers.Real) and not isinstance(point[key], bool) and 0 < point[key] < math.inf
                    for key in ("bytes_per_token", "perplexity")):

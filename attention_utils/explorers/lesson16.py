@@ -204,8 +204,9 @@ def state_size_table(rows: list[dict], language: str = "en") -> str:
     kept = {(row["model"], row["key_size"], row["pairs"]): row["kept_floats"] for row in rows}
     zh = check_language(language) == "zh"
     headers = ["模型" if zh else "model", "d_k", f"保存的数（N = {pairs[-1]}）" if zh else f"numbers kept (N = {pairs[-1]})"]
-    body = [[_names(name)[zh], key_size, f"{kept[name, key_size, pairs[-1]]:,}"]
-            + [" / ".join(f"{a:.2f}" for a in by_pairs[n]) for n in pairs]
+    # "–" where a model was not run at that N (rows of two recall_grid runs with different pairs)
+    body = [[_names(name)[zh], key_size, f"{kept[name, key_size, pairs[-1]]:,}" if (name, key_size, pairs[-1]) in kept else "–"]
+            + [" / ".join(f"{a:.2f}" for a in by_pairs[n]) if n in by_pairs else "–" for n in pairs]
             for (name, key_size), by_pairs in found.items()]
     return table(headers + [f"N = {n}" for n in pairs], body)
 

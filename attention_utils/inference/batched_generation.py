@@ -109,7 +109,8 @@ def generate_batch(
         raise ValueError(bilingual(
             "cache must be a new, empty KVCache(num_layers): batched decoding always uses one.",
             "cache 必须是一个新的、空的 KVCache(num_layers)：批量解码总要用到缓存。"))
-    tokens, padding = left_pad(prompts, pad_id)
+    device = next(model.parameters(), torch.empty(0)).device  # the ids are built here: put them where the model is
+    tokens, padding = (t.to(device) for t in left_pad(prompts, pad_id))
     _check_vocabulary(model, tokens, padding, pad_id)
     check_reach(model, tokens.shape[1], new_tokens)  # refused before the first step, as generate does
     was_training = model.training
@@ -118,7 +119,7 @@ def generate_batch(
     try:
         if not new_tokens:  # nothing to generate: the logits still have the vocabulary's width
             vocab = stated_sizes(model)[1] or model(tokens, padding_mask=padding).shape[-1]
-            return BatchedGeneration(tokens, padding, torch.empty(tokens.shape[0], 0, vocab))
+            return BatchedGeneration(tokens, padding, torch.empty(tokens.shape[0], 0, vocab, device=device))
         step_input, mask = tokens, padding
         for _ in range(new_tokens):
             logits = model(step_input, cache=cache, padding_mask=mask)[:, -1]  # (batch, vocab)

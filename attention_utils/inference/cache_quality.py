@@ -64,7 +64,7 @@ def perplexity(logits: torch.Tensor, tokens: torch.Tensor, first: int = 0) -> fl
             f"{tokens.shape[1] - 2} (the last token predicts nothing).",
             f"first={first} 使 {tokens.shape[1]} 个词元里没有可以计分的预测：它最多只能是 {tokens.shape[1] - 2}"
             "（最后一个词元不预测任何词元）。"))
-    predicted, actual = logits[:, first:-1], tokens[:, first + 1:]
+    predicted, actual = logits[:, first:-1], tokens[:, first + 1:].long()  # cross_entropy takes int64 targets only
     return torch.nn.functional.cross_entropy(predicted.flatten(0, 1), actual.flatten()).exp().item()
 
 

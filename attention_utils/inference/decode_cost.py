@@ -79,7 +79,13 @@ def _sizes(config: object) -> dict[str, int]:
             f"{', '.join(missing)}. Use model.config of load_smollm2().",
             f"config 必须带有 LlamaConfig 的各项尺寸（{'、'.join(SIZES)}）；{type(config).__name__} 缺少 "
             f"{'、'.join(missing)}。请使用 load_smollm2() 所得模型的 model.config。"))
-    return {name: check_size(getattr(config, name), f"config.{name}") for name in SIZES}
+    sizes = {name: check_size(getattr(config, name), f"config.{name}") for name in SIZES}
+    if sizes["num_heads"] % sizes["num_kv_heads"]:
+        raise ValueError(bilingual(
+            f"config.num_kv_heads={sizes['num_kv_heads']} must divide config.num_heads={sizes['num_heads']}: each key/value "
+            "head serves the same number of query heads.",
+            f"config.num_kv_heads={sizes['num_kv_heads']} 必须能整除 config.num_heads={sizes['num_heads']}：每个键值头服务的查询头一样多。"))
+    return sizes
 
 
 def _positive(value: object, name: str) -> float:

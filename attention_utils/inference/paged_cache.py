@@ -26,7 +26,7 @@ from .kv_cache import KVCache, LayerCache
 def pages_needed(lengths: list[int], page_size: int = 16) -> int:
     """Pages a batch of sequences of these lengths holds: each needs ceil(length / page_size)."""
     page_size = check_size(page_size, "page_size")
-    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__") or getattr(lengths, "ndim", 1) != 1:
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__") or getattr(lengths, "ndim", 1) != 1:
         raise TypeError(bilingual(f"lengths must be a list of sequence lengths, such as [37, 5, 64], got {shown(lengths)}.",
                                   f"lengths 必须是由序列长度组成的列表，例如 [37, 5, 64]，实际是 {shown(lengths, True)}。"))
     return sum(-(-check_size(n, f"lengths[{i}]", minimum=0) // page_size) for i, n in enumerate(lengths))

@@ -94,8 +94,8 @@ def _check_step_rate(rate: object, name: str, state: torch.Tensor, low_open: boo
     if isinstance(rate, torch.Tensor):
         rate = check_tensor(rate, name, ranks=(0, 1, 2))
     else:
-        rate = torch.tensor(check_real(rate, name, "0.5"), dtype=state.dtype)
-    rate = rate.to(state.dtype)
+        rate = torch.tensor(check_real(rate, name, "0.5"), dtype=state.dtype, device=state.device)
+    rate = rate.to(state.device, state.dtype)
     low = rate <= 0 if low_open else rate < 0
     outside = low | (rate > 1)
     if not cannot_read(rate) and bool(outside.any()):

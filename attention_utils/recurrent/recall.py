@@ -254,6 +254,7 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
     learning_rate = check_real(learning_rate, "learning_rate", "1e-2", positive=True)
     progress = check_progress(progress)
     generator = torch.Generator().manual_seed(seed)
+    device = model.embedding.weight.device  # batches are drawn on the CPU (a CPU generator): each goes to the model
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     # A tenth of the steps to warm up; torch divides by zero when that is exactly one step (steps=10),
     # so ten steps get none, as fewer steps do.
@@ -268,7 +269,7 @@ def train_recall(model: RecallModel, task: RecallTask, steps: int, seed: int, ba
         diverged = ValueError(bilingual(f"training diverged: lower learning_rate (now {learning_rate:g}).",
                                         f"训练发散了：请调小 learning_rate（现在是 {learning_rate:g}）。"))
         for step in range(steps):
-            inputs, targets, scored = task.batch(batch_size, generator)
+            inputs, targets, scored = (t.to(device) for t in task.batch(batch_size, generator))
             try:
                 loss = masked_loss(model(inputs), targets, scored)
             except ValueError:  # NaN weights, or a state that overflowed: what the last update left
@@ -301,6 +302,8 @@ def recall_accuracy(model: RecallModel, task: RecallTask, num_pairs: int, seed: 
     check_recall_setup(model, task)
     generator = torch.Generator().manual_seed(check_seed(seed))
     inputs, targets, scored = task.batch(batch_size, generator, num_pairs=num_pairs, held_out=True)
+    device = model.embedding.weight.device  # the batch is drawn on the CPU (a CPU generator): move it to the model
+    inputs, targets, scored = inputs.to(device), targets.to(device), scored.to(device)
     was_training, threads = model.training, torch.get_num_threads()
     model.eval()
     torch.set_num_threads(1)
