@@ -35,7 +35,8 @@ Sizes (`d_in`, `d_out`, `d_model`, `context_length`, `num_heads`, `num_layers`, 
     example_batch, `num_positions`), else ValueError; `d_out` and `d_model` multiples of
     `num_heads`; the tensors a size asks for must fit in the device's memory, else ValueError that
     says how large it can be here; sizes that cost time are bounded too (steps <= 1,000,000,
-    layers or wrapper heads <= 1024, threads <= 1024), so a slip never leaves a notebook running.
+    layers or wrapper heads <= 1024, threads <= 1024, the tiles of tiled attention and the
+    positions of online_softmax <= 100,000), so a slip never leaves a notebook running.
 Seeds (`seed`): an integer from 0 to 2**64 - 1. Generators (`generator` of a task's batch): a CPU
     torch.Generator, never None (the global random state would break reproducibility).
 Indices (`layer`, `head`, `index`, `dim`, `highlight`, `angle_between`): an integer as for sizes,
