@@ -352,3 +352,10 @@ def test_a_size_table_of_two_grids_with_other_pairs_shows_a_dash():
     rows = [ROW, ROW | {"model": "linear", "pairs": 4}]  # delta has no N = 4, linear no N = 2
     table = explorers16.state_size_table(rows)
     assert table.count("–") == 3  # delta's numbers kept at N = 4, delta at N = 4, linear at N = 2
+
+
+def test_a_recall_model_on_meta_is_refused_before_training():
+    task = RecallTask(num_keys=8, most_pairs=4)
+    model = RecallModel(task.vocab_size, 8, ("delta",)).to("meta")
+    assert_contract_error(lambda: train_recall(model, task, 2, seed=0, progress=False), "model", "meta", kind=ValueError)
+    assert_contract_error(lambda: recall_accuracy(model, task, 2, seed=0), "model", "meta", kind=ValueError)

@@ -138,6 +138,12 @@ def check_recall_setup(model: object, task: object) -> None:
             "build it with RecallModel(task.vocab_size, ...).",
             f"任务的词元需要 vocab_size={task.vocab_size}，而 model 的 vocab_size={model.vocab_size}；"
             "请用 RecallModel(task.vocab_size, ...) 创建模型。"))
+    if model.embedding.weight.is_meta:
+        raise ValueError(bilingual(
+            "model is on the meta device, where tensors hold no values to train or score; build it on 'cpu' (or move it "
+            "with model.to_empty(device='cpu') and initialize it again).",
+            "model 在 meta 设备上，那里的张量没有数值，无法训练或评分；请在 'cpu' 上创建它"
+            "（或者用 model.to_empty(device='cpu') 移过去，再重新初始化）。"))
 
 
 def _check_kinds(kinds: object) -> tuple[str, ...]:
