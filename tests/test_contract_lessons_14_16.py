@@ -442,3 +442,14 @@ def test_the_figures_of_lesson_15_bound_their_points_and_bars():
     point = {"method": "full", "label": "float32", "bytes_per_token": 100.0, "perplexity": 10.0}
     assert_contract_error(lambda: explorers15.draw_quality_bytes([point] * 201), "points", kind=TypeError)
     assert_contract_error(lambda: explorers15.draw_key_magnitudes(torch.ones(1, 100_000), 0), "magnitudes", kind=ValueError)
+
+
+def test_a_pool_of_pages_lives_on_a_device():
+    assert_contract_error(lambda: pc.PagedCache(2, 1, 4, device="cuda:7"), "device", kind=ValueError)
+    pool = pc.PagedCache(2, 1, 4, device="meta")  # shapes only: what a GPU pool does, without a GPU
+    sequence = pool.new_sequence()
+    pool.append(sequence, torch.randn(1, 3, 4, device="meta"), torch.randn(1, 3, 4, device="meta"))
+    assert pool.gather(sequence)[0].shape == (1, 3, 4) and pool.gather(sequence)[0].is_meta
+    cpu_pool = pc.PagedCache(2, 1, 4)
+    meta = torch.randn(1, 3, 4, device="meta")
+    assert_contract_error(lambda: cpu_pool.append(cpu_pool.new_sequence(), meta, meta), "keys", "device=", kind=TypeError)

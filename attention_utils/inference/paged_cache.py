@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..checks import bilingual, check_no_overflow, check_size, check_tensor, shown
-from ..devices import check_fits
+from ..devices import check_device, check_fits
 from .kv_cache import KVCache, LayerCache
 
 
@@ -32,31 +32,35 @@ def pages_needed(lengths: list[int], page_size: int = 16) -> int:
     return sum(-(-check_size(n, f"lengths[{i}]", minimum=0) // page_size) for i, n in enumerate(lengths))
 
 
-def _check_pool_fits(sizes: dict[str, int], bytes_per_value: int) -> None:
+def _check_pool_fits(sizes: dict[str, int], bytes_per_value: int, device: torch.device) -> None:
     """The pool's keys and values must fit in memory: each size alone first, so the message names the one too large."""
 
     def pool_bytes(num_pages: int, num_kv_heads: int, page_size: int, head_dim: int) -> int:
         return 2 * num_pages * num_kv_heads * page_size * head_dim * bytes_per_value
 
     for name, value in sizes.items():
-        check_fits(value, name, lambda v, name=name: pool_bytes(**{**dict.fromkeys(sizes, 1), name: v}))
-    check_fits(sizes["num_pages"], "num_pages", lambda n: pool_bytes(**{**sizes, "num_pages": n}))
+        check_fits(value, name, lambda v, name=name: pool_bytes(**{**dict.fromkeys(sizes, 1), name: v}), device)
+    check_fits(sizes["num_pages"], "num_pages", lambda n: pool_bytes(**{**sizes, "num_pages": n}), device)
 
 
 class PagedCache:
-    """A pool of `num_pages` pages, each holding `page_size` tokens' keys and values (kv_heads, head_dim)."""
+    """A pool of `num_pages` pages, each holding `page_size` tokens' keys and values (kv_heads, head_dim).
+
+    The pool lives on `device` (the CPU by default): the device of the model whose keys it keeps.
+    """
 
     def __init__(self, num_pages: int, num_kv_heads: int, head_dim: int, page_size: int = 16,
-                 dtype: torch.dtype = torch.float32) -> None:
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
         sizes = {name: check_size(value, name) for name, value in
                  (("num_pages", num_pages), ("num_kv_heads", num_kv_heads), ("page_size", page_size), ("head_dim", head_dim))}
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(bilingual(f"dtype must be a floating-point torch.dtype such as torch.float32, got {shown(dtype)}.",
                                       f"dtype 必须是浮点类型的 torch.dtype，例如 torch.float32，实际是 {shown(dtype, True)}。"))
-        _check_pool_fits(sizes, torch.finfo(dtype).bits // 8)
+        device = check_device(device) or torch.device("cpu")
+        _check_pool_fits(sizes, torch.finfo(dtype).bits // 8, device)
         num_pages, self.page_size = sizes["num_pages"], sizes["page_size"]
         shape = tuple(sizes.values())  # (num_pages, num_kv_heads, page_size, head_dim)
-        self.keys, self.values = torch.zeros(shape, dtype=dtype), torch.zeros(shape, dtype=dtype)
+        self.keys, self.values = (torch.zeros(shape, dtype=dtype, device=device) for _ in range(2))
         self.holders = [0] * num_pages  # how many block tables hold each page; 0 = free
         self.block_tables: dict[int, list[int]] = {}
         self.lengths: dict[int, int] = {}
@@ -113,7 +117,7 @@ class PagedCache:
     def gather(self, sequence: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The sequence's keys and values (kv_heads, length, head_dim): its pages read in block-table order."""
         sequence = self._id(sequence)
-        table = torch.tensor(self._table(sequence), dtype=torch.long)
+        table = torch.tensor(self._table(sequence), dtype=torch.long, device=self.keys.device)
         length = self.lengths[sequence]
         heads, head_dim = self.keys.shape[1], self.keys.shape[3]
         if not length:  # no page yet: no keys and no values
@@ -176,6 +180,11 @@ class PagedCache:
                     f"for keys and values; got {tuple(x.shape)} {x.dtype}.",
                     f"{name} 的形状应为 (kv_heads={shape[0]}, T, head_dim={shape[1]})、类型为 {self.keys.dtype}，"
                     f"且 keys 与 values 形状相同；实际是 {tuple(x.shape)} {x.dtype}。"))
+            if x.device != self.keys.device:
+                raise TypeError(bilingual(
+                    f"{name} are on {x.device} but the pool's pages are on {self.keys.device}; build the pool with "
+                    f"PagedCache(..., device='{x.device}').",
+                    f"{name} 在 {x.device} 上，而页池在 {self.keys.device} 上；请用 PagedCache(..., device='{x.device}') 创建页池。"))
 
 
 def paged_attention(queries: torch.Tensor, cache: PagedCache, sequence: int) -> torch.Tensor:
@@ -194,7 +203,7 @@ def paged_attention(queries: torch.Tensor, cache: PagedCache, sequence: int) -> 
             f"queries {tuple(queries.shape)} {queries.dtype} 的形状应为 (heads, T_q, head_dim)：heads 是缓存 kv_heads={keys.shape[0]} "
             f"的整数倍，T_q 不超过该序列已存的 {s} 个词元（查询是它最后的几个词元），类型和设备与缓存相同"
             f"（{keys.dtype}，{keys.device}）。"))
-    may_attend = torch.ones(t, s, dtype=torch.bool).tril(diagonal=s - t)  # query i sits at position s - t + i
+    may_attend = torch.ones(t, s, dtype=torch.bool, device=keys.device).tril(diagonal=s - t)  # query i sits at position s - t + i
     out = nn.functional.scaled_dot_product_attention(queries[None], keys[None], values[None], attn_mask=may_attend,
                                                      enable_gqa=queries.shape[0] != keys.shape[0])[0]
     check_no_overflow(out, ("queries", "the cached keys", "the cached values"))
@@ -230,7 +239,7 @@ class PagedLayerCache(LayerCache):
                     "请给每个序列各建一个。"))
         self.pages.append(self.sequence, keys[0], values[0])
         self.position = self.pages.lengths[self.sequence]
-        self.positions = torch.arange(self.position)
+        self.positions = torch.arange(self.position, device=keys.device)
         gathered_keys, gathered_values = self.pages.gather(self.sequence)
         return gathered_keys[None], gathered_values[None], self.positions
 
