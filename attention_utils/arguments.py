@@ -205,8 +205,8 @@ def check_flag(value: object, name: str) -> bool:
     return bool(value)
 
 
-def check_same_length(named: dict[str, object]) -> int:
-    """Lists (or tensors) drawn against each other: non-empty and of one length, which is returned."""
+def check_same_length(named: dict[str, object]) -> None:
+    """Lists (or tensors) drawn against each other: non-empty and of one length."""
     lengths = {name: len(value) if hasattr(value, "__len__") and not isinstance(value, (str, bytes)) else None
                for name, value in named.items()}
     if None in lengths.values() or len(set(lengths.values())) != 1 or 0 in lengths.values():
@@ -215,4 +215,3 @@ def check_same_length(named: dict[str, object]) -> int:
         raise ValueError(bilingual(
             f"{' and '.join(named)} must be non-empty lists of one length, one entry per point; got {listed}.",
             f"{' 和 '.join(named)} 必须是长度相同的非空列表，每个点一项；实际是 {listed_zh}。"))
-    return next(iter(lengths.values()))

@@ -102,8 +102,8 @@ Generation (`generate`): `model` a torch module returning logits (batch, T, voca
 Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for 4 bits); `rank` at
     most head_dim; the keys given to a cache have its kv_heads and head_dim; a pool of pages
     (`num_pages` x `page_size` x ...) must fit in the memory of its `device`, the device of the keys
-    written to it; `sequence` is an id that new_sequence or fork returned; the queries of paged_attention are the sequence's last tokens (at most its
-    length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
+    written to it; `sequence` is an id that new_sequence or fork returned; the queries of
+    paged_attention are the sequence's last tokens (at most its length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
     cannot fit in memory, before allocating it; a recurrent or chunked form, more than 100,000
     steps of its Python loop (tokens, or chunks).
 New modules (lessons 14 on): every public function, class and method follows this contract from

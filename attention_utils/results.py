@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .checks import bilingual, shown
-from .language import check_language, get_language
+from .language import check_language, get_language, table
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
@@ -92,7 +92,6 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
 @reads("SAVED", "rows", "implementation")
 def headline(results: dict, language: str | None = None) -> list[str]:
     """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
-
     index = by_run(results["rows"])
     same = results["interleaved"]
     ms = same["median_ms"]
@@ -144,7 +143,6 @@ def decode_rows(results: dict, variant: str) -> dict[int, dict]:
 @reads("SAVED_DECODE", "rows", "variant")
 def decode_table(results: dict, language: str = "en") -> str:
     """The numbers lesson 12 quotes: ms per new token with and without the cache, by length, and the cache's size."""
-    from .language import table  # the language module is light; imported here so reading JSON stays stdlib-only
 
     mha, window = decode_rows(results, "mha"), decode_rows(results, "window")
     headers = (["T", "有缓存（毫秒）", "无缓存（毫秒）", "加速比", "缓存（MiB）", "窗口缓存（MiB）"] if language == "zh"
@@ -197,7 +195,6 @@ SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"
 @reads("SAVED_RECURRENT", "rows", "softmax_ms")
 def recurrent_table(results: dict, language: str = "en") -> str:
     """The numbers lesson 16 quotes: ms per decode step and bytes kept, by context length, for the three layers."""
-    from .language import table
 
     headers = (["T", "softmax + 缓存（毫秒）", "线性注意力（毫秒）", "delta 规则（毫秒）", "缓存（MiB）", "状态（MiB）"]
                if language == "zh" else
@@ -419,7 +416,6 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
 @reads("SAVED_MODEL", "timings", "format")
 def model_format_table(results: dict, language: str = "en") -> str:
     """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and quality against float32."""
-    from .language import table
 
     headers = (["格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）", "各自生成一致率",
                 "逐位一致率", "最大 logit 差", "困惑度"] if language == "zh" else
@@ -442,7 +438,6 @@ def model_format_table(results: dict, language: str = "en") -> str:
 @reads("SAVED_MODEL", "timings", "format")
 def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
-    from .language import table
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
     names = (*FORMATS, "matmul floor")

@@ -263,9 +263,14 @@ def test_token_ids_beyond_int64_are_refused(prompts, pad_id, name):
 def test_a_low_rank_cache_refuses_keys_of_another_dtype_and_fits_a_basis_to_many_vectors():
     cache = LowRankLayerCache(BASIS.double(), BASIS.double(), 4)
     assert_contract_error(lambda: cache.update(torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8)), "keys", kind=TypeError)
-    many = torch.randn(1, 1, 200_000, 4)  # a full SVD's U would be 200,000² float64 (320 GB): the reduced one needs none
+    many = torch.randn(1, 1, 200_000, 4) * torch.tensor([4.0, 3.0, 2.0, 1.0])  # a full SVD's U would be 200,000² float64 (320 GB): the reduced one needs none
     basis = fit_basis(many)[0]
     torch.testing.assert_close(basis.T @ basis, torch.eye(4), atol=1e-5, rtol=0)
+    # the leading directions are those of X^T X's largest eigenvalues (a second method: eigh, not an SVD)
+    rows = many[0, 0].double()
+    eigenvalues, eigenvectors = torch.linalg.eigh(rows.T @ rows)
+    top = eigenvectors[:, eigenvalues.argsort(descending=True)[:2]]
+    torch.testing.assert_close((basis[:, :2] @ basis[:, :2].T).double(), top @ top.T, atol=1e-4, rtol=0)
     few = torch.randn(1, 1, 2, 4)  # fewer vectors than head_dim: still head_dim orthonormal directions
     basis = fit_basis(few)[0]
     torch.testing.assert_close(basis.T @ basis, torch.eye(4), atol=1e-5, rtol=0)

@@ -42,7 +42,8 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
-    if not 1 <= magnitudes.shape[0] <= MOST_PANELS or magnitudes.shape[1] > MOST_BARS or (not cannot_read(magnitudes) and bool((magnitudes < 0).any())):
+    negative = not cannot_read(magnitudes) and bool((magnitudes < 0).any())
+    if not 1 <= magnitudes.shape[0] <= MOST_PANELS or magnitudes.shape[1] > MOST_BARS or negative:
         raise ValueError(bilingual(
             f"magnitudes must be key_magnitudes' (kv_heads, head_dim) of largest |k|, values of at least 0, with 1 to "
             f"{MOST_PANELS} heads (one panel each) of at most {MOST_BARS} channels; got {shown(magnitudes)}.",

@@ -103,9 +103,10 @@ class ByteLevelBPE:
         self.tokens = check_strings(tokens, "tokens", minimum=1)
         self.ids = {token: index for index, token in enumerate(self.tokens)}
         merges = check_strings(merges, "merges")
-        self.ranks = {tuple(merge.split(" ")): rank for rank, merge in enumerate(merges)}  # lower rank = merged first
-        broken = next((merge for merge, pair in zip(merges, self.ranks) if len(pair) != 2 or not all(pair)
-                       or "".join(pair) not in self.ids), None)
+        pairs = [tuple(merge.split(" ")) for merge in merges]
+        self.ranks = {pair: rank for rank, pair in enumerate(pairs)}  # lower rank = merged first
+        broken = next((merge for merge, pair in zip(merges, pairs)
+                       if len(pair) != 2 or not all(pair) or "".join(pair) not in self.ids), None)
         if broken is not None:
             raise ValueError(bilingual(
                 f"each merge must be two tokens separated by one space whose join is a token too; {broken!r} is not.",
@@ -114,8 +115,8 @@ class ByteLevelBPE:
         unknown = [token for token in check_strings(control_tokens, "control_tokens") if token not in self.ids or not token]
         if unknown:
             raise ValueError(bilingual(
-                f"control_tokens must be non-empty tokens of the vocabulary; {unknown[0]!r} is not one of `tokens`.",
-                f"control_tokens 必须是词表里非空的词元；{unknown[0]!r} 不是 `tokens` 里的非空词元。"))
+                f"control_tokens must be non-empty tokens of the vocabulary; {unknown[0]!r} is empty or not one of `tokens`.",
+                f"control_tokens 必须是词表里非空的词元；{unknown[0]!r} 是空串，或者不在 `tokens` 里。"))
         self.control = {token: self.ids[token] for token in control_tokens}
         longest_first = sorted(self.control, key=len, reverse=True)
         self.control_split = regex.compile("(" + "|".join(map(regex.escape, longest_first)) + ")") if longest_first else None
