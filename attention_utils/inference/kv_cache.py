@@ -53,19 +53,25 @@ class LayerCache:
     @property
     def keys(self) -> torch.Tensor | None:
         """The keys kept, (b, kv_heads, tokens kept, head_dim), slot by slot (a ring buffer's slots are not in order)."""
-        return None if self._keys is None else self._keys[:, :, : self.positions.numel()]
+        return None if self._keys is None else self._held()[0]
 
     @property
     def values(self) -> torch.Tensor | None:
         """The values kept, in the same slots as the keys."""
-        return None if self._values is None else self._values[:, :, : self.positions.numel()]
+        return None if self._values is None else self._held()[1]
+
+    def _held(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the buffers hold for the tokens kept (a subclass may store something else than keys there)."""
+        kept = self.positions.numel()
+        return self._keys[:, :, :kept], self._values[:, :, :kept]
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the keys and values held: 2 x kv_heads x head_dim x tokens kept x bytes per value x batch."""
+        """Bytes the buffers hold for the tokens kept: 2 x kv_heads x head_dim x tokens x bytes per value x batch."""
         if self._keys is None:
             return 0
-        return 2 * self.keys.numel() * self.keys.element_size()
+        held = self._held()[0]
+        return 2 * held.numel() * held.element_size()
 
     @property
     def reserved_bytes(self) -> int:
@@ -92,7 +98,7 @@ class LayerCache:
         num_new, kept = keys.shape[2], self.positions.numel()
         if num_new == 0:  # nothing new: the first call still fixes the buffers' batch, heads, dtype and device
             self._reserve(keys, kept)
-            return self.keys, self.values, self.positions
+            return *self._held(), self.positions
         new_positions = torch.arange(self.position, self.position + num_new, device=keys.device)
         self.position += num_new
         if kept == self.capacity and num_new == 1:  # a full ring buffer: overwrite the oldest slot in place
@@ -100,16 +106,16 @@ class LayerCache:
             self._keys[:, :, slot], self._values[:, :, slot] = keys[:, :, 0], values[:, :, 0]
             self.positions[slot] = new_positions[0]
             self._oldest = sinks + (slot - sinks + 1) % window
-            return self.keys, self.values, self.positions
+            return *self._held(), self.positions
         self._reserve(keys, kept + num_new)
         self._keys[:, :, kept : kept + num_new] = keys
         self._values[:, :, kept : kept + num_new] = values
         self.positions = torch.cat([self.positions.to(keys.device), new_positions])
         self._oldest = sinks
         if self.capacity is None or self.positions.numel() <= self.capacity:
-            return self.keys, self.values, self.positions
+            return *self._held(), self.positions
         # a chunk under a window: its queries see everything held, then the cache drops what no later query sees
-        seen = (self.keys.clone(), self.values.clone(), self.positions)
+        seen = (*(x.clone() for x in self._held()), self.positions)
         visible = ((self.positions < sinks) | (self.positions >= self.position - window)).nonzero().flatten()
         visible = visible[self.positions[visible].argsort()]  # sinks first, then the window, oldest first
         self._keys, self._values = seen[0][:, :, visible], seen[1][:, :, visible]  # exactly window + sinks slots
@@ -129,7 +135,7 @@ class LayerCache:
         self._values[:, :, kept : kept + num_new] = values
         self.position += num_new
         self.positions = torch.arange(self.position, device=keys.device)
-        return self.keys, self.values
+        return self._held()
 
     def _reserve(self, like: torch.Tensor, slots: int) -> None:
         """Make room for `slots` tokens: double the buffers when they are full (up to the window, if any)."""
@@ -149,17 +155,7 @@ class LayerCache:
 
     def _check(self, keys: object, values: object, window: int | None, sinks: int) -> None:
         """New keys and values match each other and what is stored; the window never changes."""
-        check_tensor(keys, "keys", ranks=(4,))
-        check_tensor(values, "values", ranks=(4,))
-        if keys.shape != values.shape or keys.dtype != values.dtype:
-            raise ValueError(
-                bilingual(
-                    f"keys {tuple(keys.shape)} {keys.dtype} and values {tuple(values.shape)} {values.dtype} must have "
-                    "the same shape (batch, kv_heads, T, head_dim) and dtype.",
-                    f"keys {tuple(keys.shape)} {keys.dtype} 与 values {tuple(values.shape)} {values.dtype} 的形状"
-                    "（batch, kv_heads, T, head_dim）和类型必须相同。",
-                )
-            )
+        self._check_pair(keys, values)
         if self._keys is None:
             self.window, self.sinks = window, sinks
             return
@@ -172,8 +168,8 @@ class LayerCache:
                     "换了窗口的模型请使用新的 KVCache。",
                 )
             )
-        # _keys has the batch, heads, head size, dtype and device of what is stored (a quantized cache keeps a
-        # tensor of no tokens there): cheaper than the keys property, which for such a cache rebuilds every key
+        # _keys has the batch, heads, last size, dtype and device of what is stored (a quantized cache keeps a tensor
+        # of no tokens there, a low-rank cache its coordinates): cheaper than the keys property, which rebuilds keys there
         stored = (self._keys.shape[0], self._keys.shape[1], self._keys.shape[3], str(self._keys.dtype), str(self._keys.device))
         new = (keys.shape[0], keys.shape[1], keys.shape[3], str(keys.dtype), str(keys.device))
         if stored != new:
@@ -183,6 +179,21 @@ class LayerCache:
                     f"{stored}; use a new KVCache for each sequence or batch.",
                     f"新的 keys (batch, kv_heads, head_dim, dtype, device) = {new} 与缓存中的 {stored} 不一致；"
                     "每个序列或批次请使用新的 KVCache。",
+                )
+            )
+
+    @staticmethod
+    def _check_pair(keys: object, values: object) -> None:
+        """Keys and values are (b, kv_heads, T, head_dim) tensors of the same shape and dtype."""
+        check_tensor(keys, "keys", ranks=(4,))
+        check_tensor(values, "values", ranks=(4,))
+        if keys.shape != values.shape or keys.dtype != values.dtype:
+            raise ValueError(
+                bilingual(
+                    f"keys {tuple(keys.shape)} {keys.dtype} and values {tuple(values.shape)} {values.dtype} must have "
+                    "the same shape (batch, kv_heads, T, head_dim) and dtype.",
+                    f"keys {tuple(keys.shape)} {keys.dtype} 与 values {tuple(values.shape)} {values.dtype} 的形状"
+                    "（batch, kv_heads, T, head_dim）和类型必须相同。",
                 )
             )
 

@@ -6,7 +6,7 @@ rebuilds k ≈ coordinates @ basisᵀ when a query reads it. The basis comes fro
 decomposition (SVD) of the keys (and values) the model cached on one text; a test on another
 text says whether it generalizes.
 
-The keys are the ones the cache holds: after the rotary turn. Fitting them before the turn would need
+The keys are the ones the model caches: after the rotary turn. Fitting them before the turn would need
 the turn applied again at every read; here the basis has to cover every angle a key is seen at.
 """
 
@@ -42,7 +42,11 @@ def fit_bases(cache: KVCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 class LowRankLayerCache(LayerCache):
-    """Keeps `rank` coordinates per key and value; a later query reads them rebuilt, its own chunk as computed."""
+    """Keeps `rank` coordinates per key and value; a later query reads them rebuilt, its own chunk as computed.
+
+    The buffers hold the coordinates (b, kv_heads, tokens, rank), so `nbytes` is what they hold: 2 x kv_heads x rank
+    x tokens x bytes per number x batch. The bases are fixed per layer and not counted.
+    """
 
     def __init__(self, key_basis: torch.Tensor, value_basis: torch.Tensor, rank: int) -> None:
         super().__init__()
@@ -64,19 +68,30 @@ class LowRankLayerCache(LayerCache):
 
     def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Store the new tokens' coordinates; return the earlier tokens rebuilt and the new ones as computed."""
         if window is not None:
             raise ValueError(bilingual("A LowRankLayerCache keeps every token; it cannot be combined with a sliding window.",
                                        "LowRankLayerCache 保留全部词元，不能与滑动窗口（window）一起使用。"))
         self._check_basis_fits(keys, values)
-        rebuilt = [x @ basis @ basis.transpose(-2, -1) for x, basis in ((keys, self.key_basis), (values, self.value_basis))]
-        stored_keys, stored_values, positions = super().update(*rebuilt)
-        new = keys.shape[2]
-        return (torch.cat([stored_keys[:, :, :-new], keys], 2) if new else stored_keys,
-                torch.cat([stored_values[:, :, :-new], values], 2) if new else stored_values, positions)
+        # what LayerCache holds and returns here are coordinates, (b, kv_heads, tokens kept, rank)
+        held_keys, held_values, positions = super().update(keys @ self.key_basis, values @ self.value_basis)
+        earlier = held_keys.shape[2] - keys.shape[2]
+        return (torch.cat([held_keys[:, :, :earlier] @ self.key_basis.mT, keys], 2),
+                torch.cat([held_values[:, :, :earlier] @ self.value_basis.mT, values], 2), positions)
+
+    @property
+    def keys(self) -> torch.Tensor | None:
+        """The keys kept, rebuilt from their coordinates: (b, kv_heads, tokens kept, head_dim)."""
+        return None if self._keys is None else self._held()[0] @ self.key_basis.mT
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        """The values kept, rebuilt from their coordinates."""
+        return None if self._values is None else self._held()[1] @ self.value_basis.mT
 
     def _check_basis_fits(self, keys: object, values: object) -> None:
         """Keys and values (b, kv_heads, T, head_dim) with the bases' kv_heads and head_dim."""
-        self._check(keys, values, None, 0)
+        self._check_pair(keys, values)
         heads, head_dim = self.key_basis.shape[:2]
         if (keys.dtype, keys.device) != (self.key_basis.dtype, self.key_basis.device):
             raise TypeError(bilingual(
@@ -94,11 +109,6 @@ class LowRankLayerCache(LayerCache):
     def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """LlamaModel's checked-once path: what `update` returns (this cache stores in its own way, so no shortcut)."""
         return self.update(keys, values)[:2]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the coordinates: 2 x kv_heads x rank x tokens x bytes per number x batch (the bases are fixed)."""
-        return 0 if self.keys is None else super().nbytes * self.rank // self.keys.shape[-1]
 
 
 def low_rank_kv_cache(bases: list[tuple[torch.Tensor, torch.Tensor]], rank: int) -> KVCache:
