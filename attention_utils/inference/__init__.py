@@ -1,4 +1,4 @@
-"""Attention at inference time (lessons 12, 14, 15): the KV cache, shared key/value heads, windows, generation.
+"""Attention at inference time (lessons 12, 14, 15, 18): the KV cache, shared key/value heads, windows, generation.
 
 - `kv_cache`: the cache of keys and values a decode step reads, and its size in bytes (lesson 12);
 - `grouped_query`: several query heads sharing one key/value head (GQA, MQA);
@@ -9,6 +9,8 @@
 - `decode_profile`: a few decode steps under torch.profiler, and the share of their time in matrix products (lesson 14);
 - `quantized_cache`, `low_rank_cache`: caches that keep fewer bytes per token; `cache_quality`: what that costs (lesson 15);
 - `latent_attention`: multi-head latent attention, whose cache is one latent vector per token (lesson 15);
-- `paged_cache`: the cache in fixed pages with block tables, prefix sharing and copy-on-write (lesson 15).
+- `paged_cache`: the cache in fixed pages with block tables, prefix sharing and copy-on-write (lesson 15);
+- `speculative`: drafts (prompt lookup, a cheaper model, an early exit), greedy verification that gives plain greedy
+  decoding's tokens, the sampled accept-or-resample rule, and the cache's rollback (lesson 18, to come).
 Modules here import from the top of `attention_utils` and from each other, never from `models` or `recurrent`.
 """

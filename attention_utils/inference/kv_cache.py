@@ -41,6 +41,8 @@ class LayerCache:
     the cache grows, and exactly that once a windowed cache is full.
     """
 
+    can_forget = True  # truncate works: the kept tokens are the first slots of the buffers
+
     def __init__(self) -> None:
         self._keys: torch.Tensor | None = None  # (b, kv_heads, slots reserved, head_dim)
         self._values: torch.Tensor | None = None
@@ -121,6 +123,24 @@ class LayerCache:
         self._keys, self._values = seen[0][:, :, visible], seen[1][:, :, visible]  # exactly window + sinks slots
         self.positions = self.positions[visible]
         return seen
+
+    def truncate(self, tokens: int) -> None:
+        """Forget every token after the first `tokens`, as if they had never been seen (speculative decoding, lesson 18).
+
+        The buffers stay as they are: the next update writes over the forgotten slots.
+        """
+        if self.window is not None or not self.can_forget:
+            raise ValueError(bilingual(
+                f"This {type(self).__name__} (window={self.window}) cannot forget its newest tokens: only a cache without "
+                "a window that keeps each token in its own slot (KVCache, or the low-rank cache) can; use one of those.",
+                f"这个 {type(self).__name__}（window={self.window}）不能丢掉最新的词元：只有不带窗口、每个词元占自己的槽位的缓存"
+                "（KVCache 或低秩缓存）才可以；请改用其中一种。"))
+        tokens, kept = check_size(tokens, "tokens", minimum=0), self.positions.numel()
+        if tokens > kept:
+            raise ValueError(bilingual(
+                f"tokens={tokens} is more than the {kept} tokens this cache holds; truncate keeps the first `tokens`.",
+                f"tokens={tokens} 超过了这个缓存保存的 {kept} 个词元；truncate 只保留最前面的 tokens 个。"))
+        self.position, self.positions = tokens, self.positions[:tokens]
 
     def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """update without its checks and without a window, for a model that checked its input once.
@@ -228,6 +248,11 @@ class KVCache:
     def tokens_kept(self) -> int:
         """Tokens whose keys and values each layer holds now."""
         return self.layers[0].positions.numel()
+
+    def truncate(self, tokens: int) -> None:
+        """Every layer forgets the tokens after the first `tokens` (a rejected draft's keys and values)."""
+        for layer in self.layers:
+            layer.truncate(tokens)
 
     @property
     def nbytes(self) -> int:

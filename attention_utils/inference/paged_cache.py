@@ -213,6 +213,8 @@ def paged_attention(queries: torch.Tensor, cache: PagedCache, sequence: int) -> 
 class PagedLayerCache(LayerCache):
     """One layer's cache for one sequence (batch 1), kept in a PagedCache: a drop-in for LayerCache in LlamaModel."""
 
+    can_forget = False  # its tokens live in pages that other sequences may share: truncate refuses
+
     def __init__(self, pages: PagedCache, sequence: int | None = None) -> None:
         super().__init__()
         if not isinstance(pages, PagedCache):

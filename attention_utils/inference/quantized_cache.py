@@ -140,6 +140,8 @@ class QuantizedLayerCache(LayerCache):
     `nbytes` counts the codes, scales, offsets and every number still kept in full precision.
     """
 
+    can_forget = False  # its keys are quantized in groups of tokens: truncate refuses
+
     def __init__(self, bits: int = 8, group_size: int = 32, value_group: int | None = None, keep_first: int = 0) -> None:
         super().__init__()
         self.bits = check_bits(bits)
