@@ -251,20 +251,25 @@ ADVERSARIAL = [letters * count for letters in ["a", "l", "ab", "aab", "aba", "in
 ADVERSARIAL += ["aaaab" * 7 + "a", "abababa", "aabaabaa" * 3, "ACGGTCA" * 9 + "AC", "Mississippi" * 4, "lll" + "l" * 61]
 
 
+def assert_like_both_references(ours: ByteLevelBPE, smollm, text: str) -> None:
+    """Every piece of `text` merges as the rescan merges it, and the whole text gets transformers' ids."""
+    for piece in ours.split(text):
+        symbols = [byte_alphabet()[byte] for byte in piece.encode("utf-8")]
+        assert merge_symbols(symbols, ours.ranks) == merge_by_rescanning(symbols, ours.ranks), piece
+    assert ours.encode(text) == smollm.encode(text).ids, text
+
+
 @pytest.mark.parametrize("alphabet", ["a", "ab", "ACGT", "lo", "abcdefghijklmnopqrstuvwxyz", "aé注 ", "=+/0aA"])
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
-def test_the_heap_merge_equals_the_rescan_and_transformers_on_the_real_merges(ours, transformers_tokenizers, alphabet,
-                                                                               data):
-    """SmolLM2's merges on random words over small alphabets (long runs, repeats, overlaps), and on ADVERSARIAL:
-    the same symbols as the rescan and the same ids as transformers' tokenizer (Rust `tokenizers`)."""
-    _, smollm = transformers_tokenizers
-    texts = [data.draw(st.text(alphabet=alphabet, max_size=300))] + (ADVERSARIAL if alphabet == "a" else [])
-    for text in texts:
-        for piece in ours.split(text):
-            symbols = [byte_alphabet()[byte] for byte in piece.encode("utf-8")]
-            assert merge_symbols(symbols, ours.ranks) == merge_by_rescanning(symbols, ours.ranks), piece
-        assert ours.encode(text) == smollm.encode(text).ids, text
+def test_random_words_over_small_alphabets(ours, transformers_tokenizers, alphabet, data):
+    """SmolLM2's merges on long runs, repeats and overlaps: the rescan's symbols, transformers' ids (Rust `tokenizers`)."""
+    assert_like_both_references(ours, transformers_tokenizers[1], data.draw(st.text(alphabet=alphabet, max_size=300)))
+
+
+def test_adversarial_words(ours, transformers_tokenizers):
+    for text in ADVERSARIAL:
+        assert_like_both_references(ours, transformers_tokenizers[1], text)
 
 
 def test_a_30000_letter_word(ours, transformers_tokenizers):
@@ -278,6 +283,7 @@ def test_a_30000_letter_word(ours, transformers_tokenizers):
         ranks = CountingRanks(ours.ranks)
         symbols = merge_symbols([byte_alphabet()[byte] for byte in word.encode("utf-8")], ranks)
         assert [ours.ids[symbol] for symbol in symbols] == smollm.encode(word).ids, name
-        assert ranks.lookups <= 8 * len(word), (name, ranks.lookups)  # each pair: pushed once, popped once
+        # at most 7 a letter: a pair is looked up when it is pushed and when it is popped, a join pushes two at most
+        assert ranks.lookups <= 7 * len(word), (name, ranks.lookups)
         if name != "blob":  # the rescan is quick where few different pairs occur (the blob takes it about a minute)
             assert symbols == merge_by_rescanning(list(word), ours.ranks), name
