@@ -19,7 +19,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_utils.models.bpe_tokenizer import ByteLevelBPE, byte_alphabet
+from attention_utils.models.bpe_tokenizer import ByteLevelBPE, byte_alphabet, merge_symbols
 from attention_utils.models.gguf_file import find_model_file
 from contract_helpers import assert_contract_error
 
@@ -185,3 +185,105 @@ def test_ids_in_any_integer_form_decode_alike(ours):
     ids = ours.encode("The capital of France is")
     assert {ours.decode(form) for form in (ids, tuple(ids), torch.tensor(ids), np.array(ids), [np.int64(i) for i in ids])} \
         == {"The capital of France is"}
+
+
+def merge_by_rescanning(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
+    """The reference: GPT-2's rule as first written, rescanning the whole piece for the best pair each time (quadratic)."""
+    symbols = list(symbols)
+    while True:
+        candidates = {pair for pair in zip(symbols, symbols[1:]) if pair in ranks}
+        if not candidates:
+            return symbols
+        first, second = min(candidates, key=lambda pair: ranks[pair])
+        rewritten, position = [], 0
+        while position < len(symbols):
+            if symbols[position] == first and symbols[position + 1:position + 2] == [second]:
+                rewritten.append(first + second)
+                position += 2
+            else:
+                rewritten.append(symbols[position])
+                position += 1
+        symbols = rewritten
+
+
+class CountingRanks(dict):
+    """The merge ranks, counting how many times a pair is looked up (the work a merge does, without a clock)."""
+
+    lookups = 0
+
+    def __getitem__(self, pair):
+        self.lookups += 1
+        return super().__getitem__(pair)
+
+    def get(self, pair, default=None):
+        self.lookups += 1
+        return super().get(pair, default)
+
+    def __contains__(self, pair):
+        self.lookups += 1
+        return super().__contains__(pair)
+
+
+def test_equal_ranks_merge_leftmost_first_and_a_round_ends_before_new_pairs():
+    """By hand: in "aaa" only the first two join; in "abab" both "ab" join before the better-ranked pair "ab a"
+    that the first join creates is looked at (the rescan finishes a rank before it looks again)."""
+    assert merge_symbols(list("aaa"), {("a", "a"): 0}) == ["aa", "a"]
+    assert merge_symbols(list("aaaaa"), {("a", "a"): 0, ("aa", "aa"): 1}) == ["aaaa", "a"]
+    assert merge_symbols(list("abab"), {("a", "b"): 1, ("ab", "a"): 0}) == ["ab", "ab"]
+    assert merge_symbols(list("xabab"), {("a", "b"): 1, ("x", "ab"): 0, ("xab", "ab"): 2}) == ["xabab"]
+    assert merge_symbols([], {}) == [] and merge_symbols(["a"], {("a", "a"): 0}) == ["a"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_the_heap_merge_equals_the_rescan_on_made_up_merges(data):
+    """Random little merge lists over "abc" (a pair may join symbols that no earlier merge made, and a new
+    pair may rank better than the one that made it) and random words: the same symbols as the rescan."""
+    pieces = ["a", "b", "c", "ab", "ba", "aa", "bc", "abc", "aab", "aaa", "baa"]
+    pairs = data.draw(st.lists(st.tuples(st.sampled_from(pieces), st.sampled_from(pieces)), max_size=14, unique=True))
+    ranks = {pair: rank for rank, pair in enumerate(pairs)}
+    word = data.draw(st.text(alphabet="abc", max_size=40))
+    assert merge_symbols(list(word), ranks) == merge_by_rescanning(list(word), ranks)
+
+
+ADVERSARIAL = [letters * count for letters in ["a", "l", "ab", "aab", "aba", "ing", "the", "ACGT", "é", "注意", "😀", "Ġ",
+                                               "=", "-_", " ", "\n", "0", "ss", "mmmm"] for count in (1, 2, 3, 5, 8, 13, 64)]
+ADVERSARIAL += ["aaaab" * 7 + "a", "abababa", "aabaabaa" * 3, "ACGGTCA" * 9 + "AC", "Mississippi" * 4, "lll" + "l" * 61]
+
+
+def assert_like_both_references(ours: ByteLevelBPE, smollm, text: str) -> None:
+    """Every piece of `text` merges as the rescan merges it, and the whole text gets transformers' ids."""
+    for piece in ours.split(text):
+        symbols = [byte_alphabet()[byte] for byte in piece.encode("utf-8")]
+        assert merge_symbols(symbols, ours.ranks) == merge_by_rescanning(symbols, ours.ranks), piece
+    assert ours.encode(text) == smollm.encode(text).ids, text
+
+
+@pytest.mark.parametrize("alphabet", ["a", "ab", "ACGT", "lo", "abcdefghijklmnopqrstuvwxyz", "aé注 ", "=+/0aA"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_random_words_over_small_alphabets(ours, transformers_tokenizers, alphabet, data):
+    """SmolLM2's merges on long runs, repeats and overlaps: the rescan's symbols, transformers' ids (Rust `tokenizers`)."""
+    assert_like_both_references(ours, transformers_tokenizers[1], data.draw(st.text(alphabet=alphabet, max_size=300)))
+
+
+def test_adversarial_words(ours, transformers_tokenizers):
+    for text in ADVERSARIAL:
+        assert_like_both_references(ours, transformers_tokenizers[1], text)
+
+
+def test_a_30000_letter_word(ours, transformers_tokenizers):
+    """One long "word" (a run of one letter, a DNA string, a base64-like blob of letters) is tokenized like
+    transformers' tokenizer does, with a number of pair look-ups that grows with its length, not its square."""
+    _, smollm = transformers_tokenizers
+    rng = random.Random(44)
+    words = {"run": "a" * 30_000, "dna": "".join(rng.choices("ACGT", k=30_000)),
+             "blob": "".join(rng.choices("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", k=30_000))}
+    for name, word in words.items():
+        ranks = CountingRanks(ours.ranks)
+        symbols = merge_symbols([byte_alphabet()[byte] for byte in word.encode("utf-8")], ranks)
+        assert [ours.ids[symbol] for symbol in symbols] == smollm.encode(word).ids, name
+        # at most 7 a letter: a pair is looked up when it is pushed and when it is popped, a join pushes two at most
+        assert ranks.lookups <= 7 * len(word), (name, ranks.lookups)
+        if name != "blob":  # the rescan is quick where few different pairs occur (the blob takes it about a minute)
+            assert symbols == merge_by_rescanning(list(word), ours.ranks), name

@@ -280,7 +280,7 @@ def test_a_file_that_asks_for_too_large_a_model_is_refused(smollm2):
     real = read_gguf()
     for key, value, name in [("llama.block_count", 10**6, "llama.block_count"), ("llama.embedding_length", 10**7, "llama.embedding_length"),
                              ("llama.block_count", "30", "llama.block_count")]:
-        changed = GGUFFile(real.path, {**real.metadata, key: value}, real.tensors, real.data)
+        changed = GGUFFile(real.path, {**real.metadata, key: value}, real.tensors, real.start)
         assert_contract_error(lambda: LlamaConfig.from_gguf(changed), name)
 
 

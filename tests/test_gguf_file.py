@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attention_utils.models import gguf_file
 from attention_utils.models.gguf_file import find_model_file, read_gguf
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -60,7 +59,7 @@ def test_missing_package_says_what_to_run(monkeypatch):
     def not_installed(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(gguf_file.importlib.metadata, "distribution", not_installed)
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
     with pytest.raises(FileNotFoundError) as error:
         find_model_file()
     message = str(error.value)
@@ -301,3 +300,54 @@ def test_a_tensor_gguf_cannot_turn_into_numbers_is_named(tmp_path):
     with pytest.raises(ValueError, match="'blk.0.attn_q.weight' is stored as F64") as error:
         read_gguf(path).tensor("blk.0.attn_q.weight")
     assert CJK.search(str(error.value))
+
+
+CUT_AFTER_OPENING = """
+import os, sys
+import numpy as np
+from attention_utils.models.gguf_file import read_gguf
+file = read_gguf(sys.argv[1])
+first = file.tensor("first").numpy()
+assert np.array_equal(first, np.arange(64, dtype=np.float32).reshape(8, 8)), first
+os.truncate(sys.argv[1], os.path.getsize(sys.argv[1]) - 4096)  # cut on disk into the second tensor
+try:
+    file.tensor("second")
+except ValueError as error:
+    print(error)
+"""
+
+
+def two_tensor_file(path):
+    """A small GGUF file written by gguf's own writer: an 8 x 8 tensor 0..63, then a 64 x 64 one of ones (16 KiB)."""
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tensor("first", np.arange(64, dtype=np.float32).reshape(8, 8))
+    writer.add_tensor("second", np.ones((64, 64), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_file_cut_on_disk_after_it_was_opened(tmp_path):
+    """Cut after read_gguf checked it: reading a tensor then gives one bilingual error, not SIGBUS. It runs in a
+    child process, so that a crash fails this test instead of ending pytest."""
+    import subprocess
+    import sys
+
+    path = two_tensor_file(tmp_path / "cut.gguf")
+    child = subprocess.run([sys.executable, "-c", CUT_AFTER_OPENING, str(path)], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, (child.returncode, child.stderr)  # -7 is SIGBUS
+    message = assert_bilingual(child.stdout.strip(), "cut.gguf", "'second'", "cut short", "read_gguf again",
+                               "pip install --force-reinstall", "截短")
+    assert f"the file has {path.stat().st_size:,} now" in message
+    refused(path, ValueError, "'second'", "cut short")  # opened again, the cut is found at once
+
+
+def test_a_file_deleted_after_it_was_opened(tmp_path):
+    path = two_tensor_file(tmp_path / "gone.gguf")
+    file = read_gguf(path)
+    path.unlink()
+    with pytest.raises(FileNotFoundError) as error:  # the same kind of error, in both languages
+        file.tensor("first")
+    assert_bilingual(error.value, "gone.gguf", "cannot be read", "无法读取")

