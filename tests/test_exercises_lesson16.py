@@ -125,7 +125,7 @@ def test_any_answer_gets_a_verdict_never_a_traceback(answer):
 
 
 def test_chinese_lesson_prints_only_chinese():
-    from attention_utils.plotting import set_language
+    from attention_utils.plotting.fonts import set_language
 
     set_language("zh")
     try:
@@ -136,7 +136,7 @@ def test_chinese_lesson_prints_only_chinese():
 
 
 def test_chinese_lesson_prints_only_chinese_for_exercise_3():
-    from attention_utils.plotting import set_language
+    from attention_utils.plotting.fonts import set_language
 
     set_language("zh")
     try:

@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 
 from ..checks import bilingual, cannot_read, check_index, check_size, check_tensor, shown
 from ..language import text
-from ..plotting import MOST_PANELS, label_points
+from ..plotting.arguments import MOST_PANELS
+from ..plotting.labels import label_points
 from .widgets import explore
 
 MOST_POINTS = 200  # each point gets a label placed around the others: a thousand took over a minute

@@ -23,9 +23,10 @@ import math
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_flag, check_length, check_real, check_result, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_length, check_real, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
 from ..modules import FLOAT_BYTES
+from ..overflow import check_result
 from ..rotary import apply_rotary
 
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_no_overflow, check_size, check_tensor, shown
+from ..checks import bilingual, check_size, check_tensor, shown
 from ..devices import check_device, check_fits
+from ..overflow import check_no_overflow
 from .kv_cache import KVCache, LayerCache
 
 

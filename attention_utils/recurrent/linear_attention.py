@@ -22,8 +22,9 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..checks import bilingual, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
+from ..overflow import check_no_overflow
 
 RANKS = (2, 3, 4)  # (T, d), (batch, T, d) or (batch, heads, T, d)
 MOST_STEPS = 100_000  # a recurrent form takes one Python step per token (or chunk), about 30-50 µs each: a few seconds

@@ -95,7 +95,8 @@ def plot_recurrent(results: dict, folder: Path, language: str) -> Path:
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter
 
-    from ...plotting import set_language, text
+    from ...language import text
+    from ...plotting.fonts import set_language
 
     set_language(language)
     rows = sorted(results["rows"], key=lambda r: r["length"])
