@@ -118,7 +118,9 @@ Speed: the finite check is one `sum` reduction (a finite sum proves every entry 
     that sum is not finite does an exact pass decide. A module checks its input and its result,
     never the (T, T) scores. Checks that read values on the host are skipped under torch.compile
     (they would split the graph), on the meta device (no values) and inside torch.vmap (Python
-    cannot branch on a batched value); the checks of types and shapes remain.
+    cannot branch on a batched value); the checks of types and shapes remain. Work that itself needs the
+    values (a figure, picking tokens from a prompt's ids, a copy to the host) refuses a meta tensor with a
+    ValueError that names it (check_holds_values); a sign check that only guards the result is skipped.
 """
 
 from __future__ import annotations
@@ -206,6 +208,18 @@ def check_tensor(
         )
     check_finite(x, name, allow_neg_inf)
     return x
+
+
+def check_holds_values(x: torch.Tensor, name: str, work_en: str, work_zh: str) -> None:
+    """Refuse a meta tensor where the work itself needs its values (a figure, a copy to the host), not just a check."""
+    if x.is_meta:
+        raise ValueError(
+            bilingual(
+                f"`{name}` is on the meta device, which holds shapes but no values, and {work_en} needs its values; "
+                f"compute it on 'cpu' (or another device that holds values).",
+                f"`{name}` 在 meta 设备上，那里只有形状没有数值，而{work_zh}需要它的数值；请在 'cpu'（或其他存有数值的设备）上计算它。",
+            )
+        )
 
 
 def _check_floating(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> None:

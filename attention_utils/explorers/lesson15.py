@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import bilingual, cannot_read, check_index, check_size, check_tensor, shown
+from ..checks import bilingual, cannot_read, check_holds_values, check_index, check_size, check_tensor, shown
 from ..language import text
 from ..plotting.arguments import MOST_PANELS
 from ..plotting.labels import label_points
@@ -43,6 +43,7 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
+    check_holds_values(magnitudes, "magnitudes", "a bar chart", "画柱状图")
     negative = not cannot_read(magnitudes) and bool((magnitudes < 0).any())
     if not 1 <= magnitudes.shape[0] <= MOST_PANELS or magnitudes.shape[1] > MOST_BARS or negative:
         raise ValueError(bilingual(

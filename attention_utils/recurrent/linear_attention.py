@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..checks import bilingual, check_flag, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, cannot_read, check_flag, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
 from ..overflow import check_no_overflow
 
@@ -87,7 +87,7 @@ def check_scores_fit(queries: torch.Tensor) -> None:
 def _check_features(queries: torch.Tensor, keys: torch.Tensor) -> None:
     """With normalize=True the normalizer must not change sign: features from a positive map."""
     for name, x in (("queries", queries), ("keys", keys)):
-        if x.numel() and bool((x < 0).any()):
+        if x.numel() and not cannot_read(x) and bool((x < 0).any()):  # no values to read on meta
             raise ValueError(
                 bilingual(
                     f"normalize=True divides by sums of φ(q)·φ(k), so `{name}` must be features ≥ 0; "
