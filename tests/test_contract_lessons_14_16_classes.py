@@ -8,15 +8,35 @@ Each test failed before its fix. The checkers' forms and hints are in test_exerc
 
 from __future__ import annotations
 
-import pytest
-import torch
+import copy
 
-from attention_utils.explorers import lesson15 as explorers15
-from attention_utils.inference import batched_generation, quantized_cache
-from attention_utils.inference.kv_cache import KVCache
-from attention_utils.recurrent import linear_attention
-from contract_helpers import assert_contract_error
-from tiny_models import tiny_llama
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attention_utils import results  # noqa: E402
+from attention_utils.explorers import lesson14 as explorers14, lesson15 as explorers15  # noqa: E402
+from attention_utils.inference import batched_generation, quantized_cache  # noqa: E402
+from attention_utils.inference import paged_cache as pc  # noqa: E402
+from attention_utils.inference.cache_quality import cache_quality  # noqa: E402
+from attention_utils.inference.kv_cache import KVCache  # noqa: E402
+from attention_utils.recurrent import linear_attention  # noqa: E402
+from contract_helpers import assert_contract_error  # noqa: E402
+from tiny_models import tiny_llama  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_llama(d_model=16, num_heads=4, num_kv_heads=2, seed=0).float()  # vocab 30, context 64, head_dim 4
+
+
+@pytest.fixture(scope="module")
+def text():
+    return torch.randint(0, 30, (1, 12), generator=torch.Generator().manual_seed(1))
 
 
 def meta(*shape: int) -> torch.Tensor:
@@ -47,3 +67,92 @@ def test_generate_batch_runs_a_model_on_meta():
 
 def test_a_bar_chart_of_meta_magnitudes_is_refused():
     assert_contract_error(lambda: explorers15.draw_key_magnitudes(meta(2, 4), 0), "magnitudes", "meta")
+
+
+# ---- saved results: what the bench writes is read; a field missing or null is named with the fix ----
+
+@pytest.fixture()
+def saved_model():
+    return results.load_saved(results.SAVED_MODEL)
+
+
+def without_transformers(saved: dict) -> dict:
+    """What `make bench --model` writes where transformers is not installed: no rows of it, and the reason."""
+    saved = copy.deepcopy(saved)
+    saved["timings"] = [row for row in saved["timings"] if row["format"] != "transformers float32"]
+    saved["transformers_error"] = "transformers could not load the file: No module named 'transformers'"
+    return saved
+
+
+def test_results_written_without_transformers_are_read(saved_model):
+    saved = without_transformers(saved_model)
+    lines = results.model_verdict_lines(saved)
+    assert "transformers was not measured" in lines[1] and len(lines) == 7
+    assert "没有测量 transformers" in results.model_verdict_lines(saved, "zh")[1]
+    assert "transformers" not in results.model_format_table(saved) and "int8" in results.model_format_table(saved)
+    assert results.model_verdicts(saved)["passes"]["transformers"] is False
+    results.model_batch_table(saved)
+    plt.close(explorers14.draw_roofline(saved, ("int8", 1)))
+
+
+def test_a_length_the_bench_did_not_measure_is_named(saved_model):
+    assert_contract_error(lambda: results.model_decode_lines(saved_model, length=100), "length", "128")
+    saved = results.load_saved(results.SAVED_DECODE)
+    assert_contract_error(lambda: results.decode_split(saved, "gqa", length=[128]), "length")
+
+
+@pytest.mark.parametrize("edit, field", [(lambda r: r["timings"][0].pop("ms"), "'ms'"),
+                                         (lambda r: r["roofs"].update(bandwidth_gb_s=None), "['roofs']['bandwidth_gb_s']"),
+                                         (lambda r: r["quality"]["int8"].update(perplexity=None), "['perplexity']")])
+def test_a_missing_or_null_field_is_named_with_the_fix(saved_model, edit, field):
+    edit(saved_model)
+    for call in (lambda: results.model_verdict_lines(saved_model), lambda: results.model_format_table(saved_model),
+                 lambda: explorers14.draw_roofline(saved_model)):
+        try:
+            drawn = call()
+        except ValueError as error:
+            message = str(error)
+            assert field in message and "make bench" in message and "git checkout -- figures/" in message
+            assert_contract_error(call, "results")
+            return
+        if isinstance(drawn, plt.Figure):
+            plt.close(drawn)
+    raise AssertionError(f"no reader noticed the edit of {field}")
+
+
+def test_the_whole_results_passed_as_a_row_is_refused(saved_model):
+    assert_contract_error(lambda: results.roofline_point(saved_model), "row", "model_timing", kind=ValueError)
+    assert_contract_error(lambda: results.roofline_point([1, 2]), "row", kind=TypeError)
+    row = results.model_timing(saved_model, "float32")
+    assert results.roofline_point(row)["intensity"] == row["flops"] / (row["weight_bytes"] + row["cache_bytes"])
+
+
+# ---- a cache factory passed as an object: "pass `lambda: ...`" before calling it ----
+
+@pytest.mark.parametrize("make_cache, said", [(quantized_cache.quantized_kv_cache, "quantized_kv_cache itself needs arguments"),
+                                              (KVCache, "KVCache itself needs arguments"),
+                                              (KVCache(2), "was given a cache")])
+def test_a_factory_passed_as_an_object_is_told_to_pass_a_lambda(make_cache, said):
+    tokens = torch.randint(0, 30, (1, 8), generator=torch.Generator().manual_seed(1))
+    message = assert_contract_error(
+        lambda: cache_quality(object(), tokens, make_cache, torch.zeros(1, 8, 30), 2), "make_cache", "lambda: ", said)
+    assert "lambda: " in message.splitlines()[1]
+
+
+# ---- silent before: one paged sequence written by two layers ----
+
+def test_one_paged_sequence_for_two_layers_is_refused(llama, text):
+    pool = pc.PagedCache(8, 2, 4, page_size=4)
+    sequence = pool.new_sequence()
+    assert_contract_error(lambda: pc.paged_kv_cache([pool, pool], [sequence, sequence]), "sequences", "own sequence")
+    first, second = pc.PagedLayerCache(pool, sequence), pc.PagedLayerCache(pool, sequence)  # built by hand
+    keys = torch.randn(1, 2, 3, 4)
+    first.update(keys, keys)
+    assert_contract_error(lambda: second.update(keys, keys), "sequences", "another layer")
+    assert pool.lengths[sequence] == 3  # refused before writing
+
+
+def test_a_paged_cache_of_one_pool_for_every_layer_matches_the_plain_cache(llama, text):
+    pool = pc.PagedCache(16, 2, 4, page_size=4)
+    paged = llama(text, cache=pc.paged_kv_cache([pool] * llama.config.num_layers))
+    assert torch.allclose(paged, llama(text, cache=KVCache(llama.config.num_layers)), atol=1e-5)

@@ -6,7 +6,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED_RECURRENT, crossovers, load_saved
+from ...explorers.lesson16 import crossovers
+from ...results import ROOT, SAVED_RECURRENT, load_saved
 from .harness import environment
 from .recurrent import LAYERS, NAMES, RecurrentWorkload, measure_all_recurrent
 from .report import save_json, update_readme
