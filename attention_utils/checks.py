@@ -101,7 +101,8 @@ Generation (`generate`): `model` a torch module returning logits (batch, T, voca
     generate_batch checks the same before its first step, and that every prompt id and `pad_id`
     lie below the model's vocab_size; logits_through_cache also takes only a new, empty cache.
 Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for 4 bits); `rank` at
-    most head_dim; the keys given to a cache have its kv_heads and head_dim; a pool of pages
+    most head_dim; a low-rank cache's bases have orthonormal columns as fit_bases returns them (check_orthonormal
+    is the check); the keys given to a cache have its kv_heads and head_dim; a pool of pages
     (`num_pages` x `page_size` x ...) must fit in the memory of its `device`, the device of the keys
     written to it; `sequence` is an id that new_sequence or fork returned; the queries of
     paged_attention are the sequence's last tokens (at most its length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
@@ -208,6 +209,24 @@ def check_tensor(
         )
     check_finite(x, name, allow_neg_inf)
     return x
+
+
+def check_orthonormal(basis: torch.Tensor, name: str, columns: int | None = None, tolerance: float = 1e-3) -> None:
+    """Refuse a basis (..., n, n) whose first `columns` columns are not orthonormal (Bᵀ B = I): coordinates read
+    through it (Bᵀ x) would not rebuild the vectors (B c), and a cache would hold other vectors than it was given."""
+    if cannot_read(basis) or not basis.numel():
+        return
+    used = basis[..., :columns].double()
+    error = (used.mT @ used - torch.eye(used.shape[-1], dtype=torch.float64, device=basis.device)).abs().max().item()
+    if error > tolerance:
+        raise ValueError(
+            bilingual(
+                f"`{name}` must have orthonormal columns (Bᵀ B = I) as fit_bases returns them, but Bᵀ B is off by "
+                f"{error:.3g}; pass the bases fit_bases returned, or orthonormalize with torch.linalg.qr({name}).Q.",
+                f"`{name}` 的列必须是标准正交的（Bᵀ B = I），fit_bases 返回的就是这样，但这里 Bᵀ B 与单位矩阵相差 "
+                f"{error:.3g}；请传入 fit_bases 返回的基，或用 torch.linalg.qr({name}).Q 正交化。",
+            )
+        )
 
 
 def check_holds_values(x: torch.Tensor, name: str, work_en: str, work_zh: str) -> None:

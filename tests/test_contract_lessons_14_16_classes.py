@@ -9,6 +9,7 @@ Each test failed before its fix. The checkers' forms and hints are in test_exerc
 from __future__ import annotations
 
 import copy
+import io
 
 import matplotlib
 
@@ -18,13 +19,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from attention_utils import results  # noqa: E402
-from attention_utils.explorers import lesson14 as explorers14, lesson15 as explorers15  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
+
+from attention_utils import checks, devices, results  # noqa: E402
+from attention_utils.explorers import lesson14 as explorers14, lesson15 as explorers15, lesson16 as explorers16  # noqa: E402
 from attention_utils.inference import batched_generation, quantized_cache  # noqa: E402
 from attention_utils.inference import paged_cache as pc  # noqa: E402
 from attention_utils.inference.cache_quality import cache_quality  # noqa: E402
 from attention_utils.inference.kv_cache import KVCache  # noqa: E402
-from attention_utils.recurrent import linear_attention  # noqa: E402
+from attention_utils.inference.latent_attention import LatentAttention  # noqa: E402
+from attention_utils.recurrent import delta_rule, linear_attention, recall  # noqa: E402
 from contract_helpers import assert_contract_error  # noqa: E402
 from tiny_models import tiny_llama  # noqa: E402
 
@@ -156,3 +160,56 @@ def test_a_paged_cache_of_one_pool_for_every_layer_matches_the_plain_cache(llama
     pool = pc.PagedCache(16, 2, 4, page_size=4)
     paged = llama(text, cache=pc.paged_kv_cache([pool] * llama.config.num_layers))
     assert torch.allclose(paged, llama(text, cache=KVCache(llama.config.num_layers)), atol=1e-5)
+
+
+# ---- memory checks count every (T, T) matrix a form holds ----
+
+def test_the_delta_rule_counts_the_eight_matrices_it_holds(monkeypatch):
+    monkeypatch.setattr(devices, "memory_of", lambda device: 10**9)  # a machine of 1 GB
+    long = meta(1, 6000, 2)  # 8 × 6000² × 4 bytes = 1.15 GB; 2 × would be 0.29 GB
+    # by hand: 8 × T² × 4 ≤ 10⁹ for T ≤ 5,590
+    assert_contract_error(lambda: delta_rule.delta_rule_parallel(long, long, long, 0.5), "num_tokens", "at most about 5,590")
+    assert linear_attention.linear_attention_parallel(long, long, long).shape == (1, 6000, 2)  # 2 × 6000² × 4 fits
+
+
+# ---- the argument named: the size that is too large, and a progress bar where the contract allows one ----
+
+def test_latent_attention_names_the_latent_dim_that_is_too_large():
+    assert_contract_error(lambda: LatentAttention(576, 8, 2, 8, 10**8), "latent_dim", "at most")
+
+
+def test_recall_grid_takes_a_shared_progress_bar(monkeypatch):
+    monkeypatch.setattr(recall, "train_recall", lambda *args, progress, **kwargs: progress.update(1))
+    monkeypatch.setattr(recall, "recall_accuracy", lambda *args: 0.5)
+    bar = tqdm(total=2, file=io.StringIO())  # shown nowhere; close() would set bar.disable
+    rows = recall.recall_grid(recall.RecallTask(num_keys=32), 8, (0,), 1, (2,), {"softmax": ("softmax",)}, progress=bar)
+    assert len(rows) == 1 and bar.n == 1 and not bar.disable
+    assert_contract_error(lambda: recall.recall_grid(recall.RecallTask(num_keys=32), 8, (0,), 1, (2,), progress="yes"),
+                          "progress", kind=TypeError)
+
+
+# ---- silent before: names a figure does not know ----
+
+POINT = {"method": "quantized", "label": "int8", "bytes_per_token": 100.0, "perplexity": 12.0}
+ROW = {"model": "linear", "seed": 0, "pairs": 2, "key_size": 4, "accuracy": 0.5, "kept_floats": 16}
+
+
+def test_a_point_of_an_unknown_method_is_refused():
+    assert_contract_error(lambda: explorers15.draw_quality_bytes([{**POINT, "method": "quantised"}]), "points", "'quantised'")
+    plt.close(explorers15.draw_quality_bytes([POINT]))
+
+
+def test_a_reference_model_not_in_the_rows_is_refused():
+    rows = [ROW, {**ROW, "model": "softmax"}]
+    assert_contract_error(lambda: explorers16.draw_state_sizes(rows, reference="softmx"), "reference", "'softmax'")
+    plt.close(explorers16.draw_state_sizes(rows, reference="softmax"))
+
+
+def test_a_basis_that_is_not_orthonormal_is_refused():
+    orthonormal = torch.linalg.qr(torch.randn(2, 8, 8, dtype=torch.float64)).Q.float()
+    checks.check_orthonormal(orthonormal, "key_basis")
+    checks.check_orthonormal(meta(2, 8, 8), "key_basis")  # no values to read: skipped
+    scaled = orthonormal.clone()
+    scaled[..., 5] *= 2  # by hand: column 5 has length 2, so (Bᵀ B)[5, 5] = 4, off by 3
+    checks.check_orthonormal(scaled, "key_basis", columns=4)  # only the first 4 columns are used
+    assert_contract_error(lambda: checks.check_orthonormal(scaled, "key_basis"), "key_basis", "off by 3")

@@ -108,6 +108,12 @@ def _check_points(points: object) -> None:
         raise TypeError(bilingual(
             f"points must be a list of 1 to {MOST_POINTS} dicts with the keys {', '.join(fields)}, got {shown(points)}.",
             f"points 必须是 1 到 {MOST_POINTS} 个字典组成的列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+    unknown = [point["method"] for point in points if point["method"] not in METHOD_NAMES]
+    if unknown:
+        raise ValueError(bilingual(
+            f"points: method {shown(unknown[0])} is not one of {', '.join(METHOD_NAMES)}; its colour and legend would be "
+            "missing from the figure.",
+            f"points：method {shown(unknown[0], True)} 不在 {'、'.join(METHOD_NAMES)} 之中；图里不会有它的颜色和图例。"))
     for point in points:
         if not all(isinstance(point[key], numbers.Real) and not isinstance(point[key], bool) and 0 < point[key] < math.inf
                    for key in ("bytes_per_token", "perplexity")):

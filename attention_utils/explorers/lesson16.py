@@ -222,7 +222,12 @@ def draw_state_sizes(rows: list[dict], reference: str = "softmax") -> Figure:
     if not isinstance(reference, str):
         raise TypeError(bilingual(f"reference must be the name of a model in rows, such as 'softmax', got {shown(reference)}.",
                                   f"reference 必须是 rows 里某个模型的名字，例如 'softmax'，实际是 {shown(reference, True)}。"))
-    models = [name for name in dict.fromkeys(name for name, _ in found) if name != reference]
+    names = list(dict.fromkeys(name for name, _ in found))
+    if reference not in names and reference != "softmax":  # a name given by hand must be there (rows of one's own
+        # models may lack the default); else it would be left out silently
+        raise ValueError(bilingual(f"reference={reference!r} is not a model in rows; the rows hold {names}.",
+                                   f"reference={reference!r} 不是 rows 里的模型；rows 里有 {names}。"))
+    models = [name for name in names if name != reference]
     if not models:
         raise ValueError(bilingual(f"rows hold no model besides the reference {reference!r}: nothing to draw a panel for.",
                                    f"rows 里除了参照模型 {reference!r} 之外没有别的模型：没有可画的子图。"))

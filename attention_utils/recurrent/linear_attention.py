@@ -78,10 +78,12 @@ def check_steps(steps: int, what_en: str, what_zh: str, fix_en: str, fix_zh: str
             f"{what_zh}要在 Python 循环里走 {steps:,} 步，这里最多 {MOST_STEPS:,} 步（每步要几十微秒）；{fix_zh}。"))
 
 
-def check_scores_fit(queries: torch.Tensor) -> None:
-    """The (..., T, T) matrix a parallel form builds must fit in memory: refuse a T it cannot hold, before allocating."""
-    length, matrices = queries.shape[-2], queries.shape[:-2].numel()
-    check_fits(length, "num_tokens", lambda t: 2 * matrices * t * t * queries.element_size(), queries.device)
+def check_scores_fit(queries: torch.Tensor, held: int = 2, element_size: int | None = None) -> None:
+    """The (..., T, T) matrices a parallel form holds at once (`held` of them, of `element_size` bytes a number) must
+    fit in memory: refuse a T they cannot fit in, before allocating. Linear attention holds 2: its scores and their tril."""
+    length, batch = queries.shape[-2], queries.shape[:-2].numel()
+    size = element_size or queries.element_size()
+    check_fits(length, "num_tokens", lambda t: held * batch * t * t * size, queries.device)
 
 
 def _check_features(queries: torch.Tensor, keys: torch.Tensor) -> None:
