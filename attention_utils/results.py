@@ -72,11 +72,11 @@ def reads(saved: str, table: str, column: str, *keys: str) -> Callable:
                     f"'{column}'{''.join(f', {key!r}' for key in keys)}), got {shown(results)}.",
                     f"results 必须是 results.load_saved(results.{saved}) 返回的结果（'{table}' 的每行都有 '{column}'"
                     f"{''.join(f'，还有 {key!r}' for key in keys)}），实际是 {shown(results, True)}。"))
-            nulls: list[str] = []  # the null fields the function has read, in order
+            read = results if isinstance(results, _Read) else _Read(results, "", [])  # one list of nulls read
             try:
-                return function(_Read(results, "", nulls), *args, **kwargs)
+                return function(read, *args, **kwargs)
             except (KeyError, TypeError) as error:  # a field of a hand-edited file is missing, or null where read
-                field = repr(error.args[0]) if isinstance(error, KeyError) else nulls[-1] if nulls else None
+                field = repr(error.args[0]) if isinstance(error, KeyError) else read.nulls[-1] if read.nulls else None
                 if field is None:
                     raise
                 raise ValueError(bilingual(
@@ -97,9 +97,6 @@ class _Read(dict):
 
     def __getitem__(self, key: object) -> object:
         return self._wrap(key, super().__getitem__(key))
-
-    def get(self, key: object, default: object = None) -> object:
-        return self._wrap(key, super().get(key, default)) if key in self else default
 
     def _wrap(self, key: object, value: object) -> object:
         path = f"{self.path}[{key!r}]"
@@ -180,7 +177,12 @@ SAVED_DECODE = ROOT / "figures" / "bench_decode.json"
 @reads("SAVED_DECODE", "rows", "variant")
 def decode_rows(results: dict, variant: str) -> dict[int, dict]:
     """One variant's saved decode rows ("mha", "gqa", "mqa", "window"), by prompt length."""
-    return {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+    found = {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+    if not found:
+        measured = list(dict.fromkeys(row["variant"] for row in results["rows"]))
+        raise ValueError(bilingual(f"variant={shown(variant)} was not measured; the saved variants are {measured}.",
+                                   f"没有测量过 variant={shown(variant, True)}；已保存的有 {measured}。"))
+    return found
 
 
 @reads("SAVED_DECODE", "rows", "variant")
@@ -342,11 +344,6 @@ def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode")
     return found[0]
 
 
-def _measured(results: dict, fmt: str) -> bool:
-    """Whether the saved timings hold a batch-1 decode row of `fmt` (transformers' rows are absent without it)."""
-    return any((row["format"], row["batch"], row["phase"]) == (fmt, 1, "decode") for row in results["timings"])
-
-
 def roofline_point(row: dict) -> dict:
     """Where a timing row sits on the roofline: FLOPs per byte read (weights + cache) and GFLOP/s achieved."""
     if not isinstance(row, dict) or not all(isinstance(row.get(k), (int, float)) for k in ROW_FIELDS):
@@ -356,6 +353,11 @@ def roofline_point(row: dict) -> dict:
             f"row 必须是一行计时记录（含 {', '.join(ROW_FIELDS)}），例如 model_timing(results, 'float32')，而不是整份结果；"
             f"实际是 {shown(row, True)}。"))
     return {"intensity": row["flops"] / (row["weight_bytes"] + row["cache_bytes"]), "gflop_s": row["flops"] / row["ms"] / 1e6}
+
+
+def _has_transformers(results: dict) -> bool:
+    """Whether the bench could time transformers (it writes no rows of it where transformers is missing)."""
+    return any(row["format"] == TRANSFORMERS for row in results["timings"])
 
 
 @reads("SAVED_MODEL", "timings", "format")
@@ -371,7 +373,7 @@ def model_verdicts(results: dict) -> dict:
     ppl = quality["perplexity"] / results["quality"]["float32"]["perplexity"] - 1
     measured = {
         "floor": ms("matmul floor") / ms("float32"),  # speed relative to the bare products: 1 = no overhead at all
-        "transformers": ms(TRANSFORMERS) / ms("float32") if _measured(results, TRANSFORMERS) else None,  # > 1: faster
+        "transformers": ms(TRANSFORMERS) / ms("float32") if _has_transformers(results) else None,  # > 1: the package is faster
         "best_format": ms("float32") / ms(best),
         "batch8": batch * ms("float32") / ms("float32", batch),  # tokens per second at batch 8 over batch 1
         "free_running": quality["free_running_agreement"], "teacher_forced": quality["teacher_forced_agreement"],
@@ -423,10 +425,10 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (fmt for fmt in (*FORMATS, TRANSFORMERS, "matmul floor") if fmt != TRANSFORMERS or _measured(results, fmt)):
+    for fmt in (*FORMATS, *((TRANSFORMERS,) if _has_transformers(results) else ()), "matmul floor"):
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
-        q = results["quality"].get(fmt)
+        q = results["quality"][fmt] if fmt in FORMATS else None  # the bench measures the quality of its formats only
         shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
         rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
                      f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from attention_utils import checks, devices, results  # noqa: E402
 from attention_utils.explorers import lesson14 as explorers14, lesson15 as explorers15, lesson16 as explorers16  # noqa: E402
-from attention_utils.inference import batched_generation, quantized_cache  # noqa: E402
+from attention_utils.inference import batched_generation, quantized_cache, weight_formats  # noqa: E402
 from attention_utils.inference import paged_cache as pc  # noqa: E402
 from attention_utils.inference.cache_quality import cache_quality  # noqa: E402
 from attention_utils.inference.kv_cache import KVCache  # noqa: E402
@@ -213,3 +213,23 @@ def test_a_basis_that_is_not_orthonormal_is_refused():
     scaled[..., 5] *= 2  # by hand: column 5 has length 2, so (Bᵀ B)[5, 5] = 4, off by 3
     checks.check_orthonormal(scaled, "key_basis", columns=4)  # only the first 4 columns are used
     assert_contract_error(lambda: checks.check_orthonormal(scaled, "key_basis"), "key_basis", "off by 3")
+
+
+def test_a_null_read_by_a_reader_inside_another_is_named(saved_model):
+    saved_model["timings"][3]["ms"] = None  # model_verdict_lines reads it through model_timing
+    assert_contract_error(lambda: results.model_verdict_lines(saved_model), "results", "['timings'][3]['ms']")
+
+
+def test_a_format_whose_quality_is_missing_is_named(saved_model):
+    del saved_model["quality"]["int8"]  # the table showed dashes for it
+    assert_contract_error(lambda: results.model_format_table(saved_model), "results", "'int8'", "make bench")
+
+
+def test_a_decode_variant_not_measured_is_named():
+    saved = results.load_saved(results.SAVED_DECODE)
+    assert_contract_error(lambda: results.decode_split(saved, "gqq"), "variant", "'mqa'")
+
+
+def test_int8_rows_on_another_device_than_their_scale_are_named():
+    values, scale = weight_formats.quantize_rows(torch.randn(3, 4))
+    assert_contract_error(lambda: weight_formats.dequantize_rows(values, scale.to("meta")), "scale", kind=TypeError)
