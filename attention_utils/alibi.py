@@ -13,9 +13,10 @@ from collections.abc import Sequence
 import torch
 
 from .arguments import shown
-from .checks import bilingual, cannot_read, check_flag, check_length, check_rate, check_result, check_size, check_tensor
+from .checks import bilingual, cannot_read, check_flag, check_length, check_rate, check_size, check_tensor
 from .devices import check_fits
 from .modules import MultiHeadAttention
+from .overflow import check_result
 
 
 def alibi_slopes(num_heads: int) -> list[float]:

@@ -62,7 +62,8 @@ Fully masked rows: a query that may look at no key gets zero attention weights a
     NaN the plain softmax gives and why; lesson 8 shows SDPA doing the same as the package.
 Overflow: finite inputs can still give scores beyond the dtype's range (float16 inputs of a few
     hundred, float32 inputs near 1e19); attention_scores, scaled_dot_product_attention and
-    tiled_attention then raise `Overflowed` (a ValueError) naming the dtype instead of returning inf or NaN.
+    tiled_attention then raise `Overflowed` (a ValueError, in `overflow.py` with the checks of results) naming
+    the dtype instead of returning inf or NaN.
     So do the linear-attention forms; the delta rule names a state that grew past the dtype (beta |k|² > 2).
 Results of modules (after `out_proj`, and the QKV projection of the fused module, whose kernel may
     turn NaN into zeros): NaN or inf from a finite input means weights that hold NaN or inf (what
@@ -100,7 +101,8 @@ Generation (`generate`): `model` a torch module returning logits (batch, T, voca
     generate_batch checks the same before its first step, and that every prompt id and `pad_id`
     lie below the model's vocab_size; logits_through_cache also takes only a new, empty cache.
 Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for 4 bits); `rank` at
-    most head_dim; the keys given to a cache have its kv_heads and head_dim; a pool of pages
+    most head_dim; a low-rank cache's bases have orthonormal columns as fit_bases returns them (check_orthonormal
+    is the check); the keys given to a cache have its kv_heads and head_dim; a pool of pages
     (`num_pages` x `page_size` x ...) must fit in the memory of its `device`, the device of the keys
     written to it; `sequence` is an id that new_sequence or fork returned; the queries of
     paged_attention are the sequence's last tokens (at most its length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
@@ -117,7 +119,9 @@ Speed: the finite check is one `sum` reduction (a finite sum proves every entry 
     that sum is not finite does an exact pass decide. A module checks its input and its result,
     never the (T, T) scores. Checks that read values on the host are skipped under torch.compile
     (they would split the graph), on the meta device (no values) and inside torch.vmap (Python
-    cannot branch on a batched value); the checks of types and shapes remain.
+    cannot branch on a batched value); the checks of types and shapes remain. Work that itself needs the
+    values (a figure, picking tokens from a prompt's ids, a copy to the host) refuses a meta tensor with a
+    ValueError that names it (check_holds_values); a sign check that only guards the result is skipped.
 """
 
 from __future__ import annotations
@@ -207,6 +211,36 @@ def check_tensor(
     return x
 
 
+def check_orthonormal(basis: torch.Tensor, name: str, columns: int | None = None, tolerance: float = 1e-3) -> None:
+    """Refuse a basis (..., n, n) whose first `columns` columns are not orthonormal (Bᵀ B = I): coordinates read
+    through it (Bᵀ x) would not rebuild the vectors (B c), and a cache would hold other vectors than it was given."""
+    if cannot_read(basis) or not basis.numel():
+        return
+    used = basis[..., :columns].double()
+    error = (used.mT @ used - torch.eye(used.shape[-1], dtype=torch.float64, device=basis.device)).abs().max().item()
+    if error > tolerance:
+        raise ValueError(
+            bilingual(
+                f"`{name}` must have orthonormal columns (Bᵀ B = I) as fit_bases returns them, but Bᵀ B is off by "
+                f"{error:.3g}; pass the bases fit_bases returned, or orthonormalize with torch.linalg.qr({name}).Q.",
+                f"`{name}` 的列必须是标准正交的（Bᵀ B = I），fit_bases 返回的就是这样，但这里 Bᵀ B 与单位矩阵相差 "
+                f"{error:.3g}；请传入 fit_bases 返回的基，或用 torch.linalg.qr({name}).Q 正交化。",
+            )
+        )
+
+
+def check_holds_values(x: torch.Tensor, name: str, work_en: str, work_zh: str) -> None:
+    """Refuse a meta tensor where the work itself needs its values (a figure, a copy to the host), not just a check."""
+    if x.is_meta:
+        raise ValueError(
+            bilingual(
+                f"`{name}` is on the meta device, which holds shapes but no values, and {work_en} needs its values; "
+                f"compute it on 'cpu' (or another device that holds values).",
+                f"`{name}` 在 meta 设备上，那里只有形状没有数值，而{work_zh}需要它的数值；请在 'cpu'（或其他存有数值的设备）上计算它。",
+            )
+        )
+
+
 def _check_floating(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> None:
     """Refuse integer, bool and complex tensors, and a float dtype other than the module's."""
     if x.dtype == torch.bool or x.is_complex() or not x.is_floating_point():
@@ -267,94 +301,6 @@ def check_finite(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> Non
             f"`{name}` contains NaN or inf values{allowed_en}; find where they first appear "
             f"(torch.isnan({name}).any()) before calling attention.",
             f"`{name}` 里有 NaN 或 inf{allowed_zh}；请先用 torch.isnan({name}).any() 找到它们最早出现的地方，再调用注意力。",
-        )
-    )
-
-
-def _wider(dtype: torch.dtype) -> tuple[str, str]:
-    """The dtype to compute in when `dtype` overflows, and the method that converts to it."""
-    return ("float32", "float") if torch.finfo(dtype).bits < 32 else ("float64", "double")
-
-
-class Overflowed(ValueError):
-    """Finite inputs gave a result beyond the dtype's range: the scores, or a module's weights, are too large."""
-
-
-def check_no_overflow(result: torch.Tensor, names: Sequence[str] = ("queries", "keys", "values")) -> None:
-    """Refuse a result that overflowed: from finite inputs, NaN or inf appear only when the scores overflowed."""
-    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()):
-        return
-    if torch.isfinite(result).all():
-        return  # only the sum overflowed
-    limit = torch.finfo(result.dtype).max
-    wider, method = _wider(result.dtype)
-    convert = ", ".join(f"{name}.{method}()" for name in names)
-    raise Overflowed(
-        bilingual(
-            f"The attention scores overflowed {result.dtype} (a dot product beyond {limit:.3g}): `queries` and `keys` "
-            f"are too large for this dtype; scale them down, or compute in {wider} ({convert}).",
-            f"注意力分数超出了 {result.dtype} 的表示范围（某个点积超过了 {limit:.3g}）：对这种类型来说，"
-            f"`queries` 和 `keys` 的数值太大了；请把它们缩小，或改用 {wider} 计算（{convert}）。",
-        )
-    )
-
-
-def check_weights(module: torch.nn.Module) -> None:
-    """Refuse a module whose weights hold NaN or inf: what a training run that diverged leaves behind."""
-    for name, weight in module.named_parameters():
-        if weight.numel() and not cannot_read(weight) and not torch.isfinite(weight.detach().sum()):
-            if not torch.isfinite(weight.detach()).all():
-                kind = type(module).__name__
-                raise ValueError(
-                    bilingual(
-                        f"The weights of {kind} hold NaN or inf ({name}); a training run that diverged leaves "
-                        "weights like these: restore a snapshot from before it, or build the model again, and "
-                        "train with a lower learning_rate.",
-                        f"{kind} 的权重里有 NaN 或 inf（{name}）；训练发散后就会留下这样的权重："
-                        "请恢复发散之前的快照，或重新创建模型，再用更小的 learning_rate 训练。",
-                    )
-                )
-
-
-def check_result(
-    module: torch.nn.Module, result: torch.Tensor, x: torch.Tensor | None = None, name: str = "x"
-) -> torch.Tensor:
-    """A module's result from finite input `name`: NaN or inf come from its weights or from an overflow; say which."""
-    if result.numel() == 0 or cannot_read(result) or torch.isfinite(result.sum()) or torch.isfinite(result).all():
-        return result
-    check_weights(module)
-    raise overflow_error(module, result.dtype, x, name)
-
-
-def overflow_error(
-    module: torch.nn.Module, dtype: torch.dtype, x: torch.Tensor | None = None, name: str = "x"
-) -> Overflowed:
-    """The error for a module whose finite weights and input gave a result beyond `dtype`, naming the largest weight."""
-    sizes = [(name, float(w.detach().abs().max())) for name, w in module.named_parameters() if w.numel()]
-    weight_name, largest = max(sizes, key=lambda pair: pair[1], default=("-", 0.0))
-    kind, limit = type(module).__name__, torch.finfo(dtype).max
-    wider, method = _wider(dtype)
-    if x is None or not x.is_floating_point() or not x.numel():  # token ids in: only the weights can be too large
-        return Overflowed(
-            bilingual(
-                f"The output of {kind} overflowed {dtype} (a value beyond {limit:.3g}): its weights are too large for "
-                f"this dtype (largest weight {largest:.3g} in {weight_name}). Restore the weights from before a "
-                f"training run diverged, or compute in {wider} (module.{method}()).",
-                f"{kind} 的输出超出了 {dtype} 的表示范围（某个值超过了 {limit:.3g}）：对这种类型来说，它的权重太大了"
-                f"（权重最大为 {largest:.3g}，在 {weight_name} 中）。请恢复训练发散之前的权重，或改用 {wider} 计算"
-                f"（module.{method}()）。",
-            )
-        )
-    largest_x = float(x.detach().abs().max())
-    return Overflowed(
-        bilingual(
-            f"The output of {kind} overflowed {dtype} (a value beyond {limit:.3g}) although its input is finite: "
-            f"`{name}` and the weights together are too large for this dtype (largest |{name}| {largest_x:.3g}, largest "
-            f"weight {largest:.3g} in {weight_name}). Scale `{name}` down, restore the weights from before a training "
-            f"run diverged, or compute in {wider} ({name}.{method}(), module.{method}()).",
-            f"{kind} 的输出超出了 {dtype} 的表示范围（某个值超过了 {limit:.3g}），而输入是有限的：对这种类型来说，"
-            f"`{name}` 和权重合起来太大了（|{name}| 最大为 {largest_x:.3g}，权重最大为 {largest:.3g}，在 {weight_name} 中）。"
-            f"请把 `{name}` 缩小，或恢复训练发散之前的权重，或改用 {wider} 计算（{name}.{method}()、module.{method}()）。",
         )
     )
 

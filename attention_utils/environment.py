@@ -53,7 +53,7 @@ def setup(seed: int = 123, threads: int = DEFAULT_THREADS, language: str = "en",
                 f"language 只能是 'en' 或 'zh'，实际是 {shown(language, True)}。",
             )
         )
-    from .plotting import set_language  # plotting imports matplotlib: keep it out of the package import
+    from .plotting.fonts import set_language  # plotting imports matplotlib: keep it out of the package import
 
     torch.manual_seed(seed)
     torch.set_num_threads(threads)

@@ -16,13 +16,13 @@ from .checks import (
     check_dim,
     check_flag,
     check_mask,
-    check_no_overflow,
     check_rate,
     check_same_dtype,
     check_size,
     check_tensor,
 )
 from .devices import check_device, check_fits
+from .overflow import check_no_overflow
 
 RANKS = (1, 2, 3, 4)
 

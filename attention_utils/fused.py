@@ -17,13 +17,13 @@ from .checks import (
     check_length,
     check_padding_mask,
     check_rate,
-    check_result,
     check_size,
     check_tensor,
 )
 from .functional import future
 from .inference.grouped_query import check_kv_heads
 from .inference.kv_cache import LayerCache, check_layer_cache
+from .overflow import check_result
 from .rotary import apply_rotary, check_rotary_heads, turn
 from .inference.sliding_window import check_window, hidden_by_window
 

@@ -1,6 +1,6 @@
 """The language a learner reads: plot labels, printed lines and tables all follow one setting.
 
-`setup(language="zh")` (or `plotting.set_language`) chooses it; `text(en, zh)` picks a label,
+`setup(language="zh")` (or `plotting.fonts.set_language`) chooses it; `text(en, zh)` picks a label,
 `say(en, zh)` prints one, and `table` lines up columns by how wide they look on screen, where
 a Chinese character takes the room of two Latin letters.
 """

@@ -10,18 +10,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import (
-    bilingual,
-    check_flag,
-    check_heads,
-    check_length,
-    check_rate,
-    check_result,
-    check_size,
-    check_tensor,
-)
+from .checks import bilingual, check_flag, check_heads, check_length, check_rate, check_size, check_tensor
 from .devices import check_fits
 from .functional import attend, causal_mask
+from .overflow import check_result
 from .rotary import apply_rotary, check_rotary_heads
 
 FLOAT_BYTES = 4  # the default dtype, float32

@@ -12,15 +12,16 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
-from .checks import bilingual, shown
+from .checks import bilingual, check_size, shown
 from .language import check_language, get_language, table
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
+SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"  # lesson 16's tables (explorers/lesson16) read it
 
 
 def load_saved(path: Path = SAVED) -> dict:
@@ -71,9 +72,48 @@ def reads(saved: str, table: str, column: str, *keys: str) -> Callable:
                     f"'{column}'{''.join(f', {key!r}' for key in keys)}), got {shown(results)}.",
                     f"results 必须是 results.load_saved(results.{saved}) 返回的结果（'{table}' 的每行都有 '{column}'"
                     f"{''.join(f'，还有 {key!r}' for key in keys)}），实际是 {shown(results, True)}。"))
-            return function(results, *args, **kwargs)
+            read = results if isinstance(results, _Read) else _Read(results, "", [])  # one list of nulls read
+            try:
+                return function(read, *args, **kwargs)
+            except (KeyError, TypeError) as error:  # a field of a hand-edited file is missing, or null where read
+                field = repr(error.args[0]) if isinstance(error, KeyError) else read.nulls[-1] if read.nulls else None
+                if field is None:
+                    raise
+                raise ValueError(bilingual(
+                    f"the saved results of load_saved(results.{saved}) lack the field {field} (missing or null): run "
+                    "`make bench` again, or `git checkout -- figures/` to bring back the committed file.",
+                    f"load_saved(results.{saved}) 读出的结果缺少字段 {field}（不存在或为 null）：请重新运行 `make bench`，"
+                    "或者用 `git checkout -- figures/` 找回仓库里保存的那一份。")) from None
         return checked
     return decorate
+
+
+class _Read(dict):
+    """Saved results that note each null they hand out ("['roofs']['bandwidth_gb_s']"): a TypeError then names it."""
+
+    def __init__(self, data: dict, path: str, nulls: list[str]) -> None:
+        super().__init__(data)
+        self.path, self.nulls = path, nulls
+
+    def __getitem__(self, key: object) -> object:
+        return self._wrap(key, super().__getitem__(key))
+
+    def _wrap(self, key: object, value: object) -> object:
+        path = f"{self.path}[{key!r}]"
+        if value is None:
+            self.nulls.append(path)
+        if isinstance(value, list):
+            return [_Read(v, f"{path}[{i}]", self.nulls) if isinstance(v, dict) else v for i, v in enumerate(value)]
+        return _Read(value, path, self.nulls) if isinstance(value, dict) else value
+
+
+def at_length(rows: dict[int, dict], length: object) -> dict:
+    """The saved row measured at `length`, or an error that lists the lengths measured (a quick run saves fewer)."""
+    row = rows.get(length) if isinstance(length, Hashable) and not isinstance(length, bool) else None
+    if row is None:
+        raise ValueError(bilingual(f"length={shown(length)} was not measured; the saved lengths are {sorted(rows)}.",
+                                   f"没有测量过 length={shown(length, True)}；已保存的长度有 {sorted(rows)}。"))
+    return row
 
 
 def loglog_slope(xs: list[float], ys: list[float]) -> float:
@@ -137,7 +177,12 @@ SAVED_DECODE = ROOT / "figures" / "bench_decode.json"
 @reads("SAVED_DECODE", "rows", "variant")
 def decode_rows(results: dict, variant: str) -> dict[int, dict]:
     """One variant's saved decode rows ("mha", "gqa", "mqa", "window"), by prompt length."""
-    return {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+    found = {row["length"]: row for row in results["rows"] if row["variant"] == variant}
+    if not found:
+        measured = list(dict.fromkeys(row["variant"] for row in results["rows"]))
+        raise ValueError(bilingual(f"variant={shown(variant)} was not measured; the saved variants are {measured}.",
+                                   f"没有测量过 variant={shown(variant, True)}；已保存的有 {measured}。"))
+    return found
 
 
 @reads("SAVED_DECODE", "rows", "variant")
@@ -188,68 +233,6 @@ def flex_summary(results: dict, language: str = "en") -> str:
             "  the compiled kernel visiting every causal tile takes {kernel:.1f}x as long as causal SDPA").format(**values)
 
 
-# Lesson 16: one decode step, KV cache against a fixed state (make bench, or python -m attention_utils.course.bench --recurrent).
-SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"
-
-
-@reads("SAVED_RECURRENT", "rows", "softmax_ms")
-def recurrent_table(results: dict, language: str = "en") -> str:
-    """The numbers lesson 16 quotes: ms per decode step and bytes kept, by context length, for the three layers."""
-
-    headers = (["T", "softmax + 缓存（毫秒）", "线性注意力（毫秒）", "delta 规则（毫秒）", "缓存（MiB）", "状态（MiB）"]
-               if language == "zh" else
-               ["T", "softmax + cache (ms)", "linear attention (ms)", "delta rule (ms)", "cache (MiB)", "state (MiB)"])
-    rows = [[f"{r['length']:,}", f"{r['softmax_ms']:.2f}", f"{r['linear_ms']:.2f}", f"{r['delta_ms']:.2f}",
-             f"{r['softmax_bytes'] / 2**20:.2f}", f"{r['linear_bytes'] / 2**20:.2f}"]
-            for r in sorted(results["rows"], key=lambda r: r["length"])]
-    return table(headers, rows)
-
-
-@reads("SAVED_RECURRENT", "rows", "softmax_ms")
-def crossovers(results: dict) -> dict:
-    """Where the cache starts to cost more than the delta rule's state: in bytes (exact) and in time (interpolated).
-
-    memory: the T at which 2 × T × d_model × 4 bytes of cache equal the state's bytes. time: the first
-    pair of measured lengths between which the softmax step becomes slower than the delta-rule step,
-    interpolated on log axes (None if it never does, or is slower from the first length on).
-    """
-    rows = sorted(results["rows"], key=lambda r: r["length"])
-    d_model = results["workload"]["d_model"]
-    memory = rows[0]["delta_bytes"] / (2 * d_model * 4)
-    when = None
-    for before, after in zip(rows, rows[1:]):
-        gap_before = math.log(before["softmax_ms"] / before["delta_ms"])
-        gap_after = math.log(after["softmax_ms"] / after["delta_ms"])
-        if gap_before < 0 <= gap_after:
-            share = -gap_before / (gap_after - gap_before)
-            when = math.exp(math.log(before["length"]) + share * (math.log(after["length"]) - math.log(before["length"])))
-            break
-    longest = rows[-1]
-    ratio = longest["softmax_ms"] / longest["delta_ms"]
-    grow = longest["softmax_bytes"] / rows[0]["softmax_bytes"]
-    first = rows[0]
-    already = first["softmax_ms"] >= first["delta_ms"]
-    if when is not None:
-        time_en = (f"In time, the softmax step becomes slower than the delta-rule step between T = {before['length']:,} and "
-                   f"{after['length']:,} (about T = {when:,.0f})")
-        time_zh = (f"在耗时上，softmax 的一步解码在 T = {before['length']:,} 和 {after['length']:,} 之间（约 T = {when:,.0f}）"
-                   "开始慢于 delta 规则")
-    elif already:
-        time_en = (f"In time, the softmax step was already the slower one at T = {first['length']:,}, the shortest context "
-                   f"measured ({first['softmax_ms']:.2f} ms against {first['delta_ms']:.2f} ms)")
-        time_zh = (f"在耗时上，即使在测量的最短上下文 T = {first['length']:,} 时，softmax 的一步解码也已经更慢"
-                   f"（{first['softmax_ms']:.2f} 毫秒对 {first['delta_ms']:.2f} 毫秒）")
-    else:
-        time_en = "In time, the softmax step stayed faster than the delta-rule step at every length measured"
-        time_zh = "在耗时上，测量的每个长度下 softmax 的一步解码都比 delta 规则快"
-    en = (f"The cache outgrows the state at T = {memory:,.0f} tokens. {time_en}; at T = {longest['length']:,} it takes "
-          f"{ratio:.1f}× as long. From T = {first['length']:,} to {longest['length']:,} the cache grew {grow:,.0f}-fold and "
-          "the states not at all.")
-    zh = (f"T = {memory:,.0f} 个词元时，缓存就比状态大了。{time_zh}；到 T = {longest['length']:,} 时，耗时是 delta 规则的 "
-          f"{ratio:.1f} 倍。从 T = {first['length']:,} 到 {longest['length']:,}，缓存增大到原来的 {grow:,.0f} 倍，状态则一点没变。")
-    return {"memory": memory, "time": when, "en": en, "zh": zh}
-
-
 @reads("SAVED_DECODE", "rows", "variant")
 def decode_split(results: dict, fast: str, slow: str = "mha", length: int = 128) -> dict:
     """Why `fast` ("gqa", "mqa") decodes faster than `slow` at `length`: a constant and a slope, fitted over every T.
@@ -259,6 +242,7 @@ def decode_split(results: dict, fast: str, slow: str = "mha", length: int = 128)
     the weights); the slope is what each cached token adds (reading its key and value). The gap at
     `length` splits into the two lines' difference in constants and their difference in slopes × length.
     """
+    length = check_size(length, "length")
     fits = {}
     for key in (slow, fast):
         rows = sorted(decode_rows(results, key).values(), key=lambda row: row["length"])
@@ -266,7 +250,7 @@ def decode_split(results: dict, fast: str, slow: str = "mha", length: int = 128)
         fits[key] = (fit.intercept, fit.slope)
     weights_share = fits[slow][0] - fits[fast][0]
     cache_share = (fits[slow][1] - fits[fast][1]) * length
-    slow_row, fast_row = decode_rows(results, slow)[length], decode_rows(results, fast)[length]
+    slow_row, fast_row = (at_length(decode_rows(results, key), length) for key in (slow, fast))
     return {
         "length": length,
         "measured_gap_ms": slow_row["cached_ms"] - fast_row["cached_ms"],
@@ -321,7 +305,7 @@ def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[
 @reads("SAVED_MODEL", "rows", "weights")
 def model_decode_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
     """What lesson 13 prints from the saved benchmark: prefill and decode step of the real model at one prompt length."""
-    row = model_rows(results)[length]
+    row = at_length(model_rows(results), length)
     env = results["environment"]
     values = dict(t=length, prefill=row["prefill_ms"], step=row["decode_ms"], ratio=row["prefill_over_decode"],
                   weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 2**20, calls=results["workload"]["calls"],
@@ -343,6 +327,8 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
 FORMATS = ("float32", "bfloat16", "int8")
 SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name a row
+ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
+TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
@@ -360,7 +346,18 @@ def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode")
 
 def roofline_point(row: dict) -> dict:
     """Where a timing row sits on the roofline: FLOPs per byte read (weights + cache) and GFLOP/s achieved."""
+    if not isinstance(row, dict) or not all(isinstance(row.get(k), (int, float)) for k in ROW_FIELDS):
+        raise (ValueError if isinstance(row, dict) else TypeError)(bilingual(
+            f"row must be one timing row with {', '.join(ROW_FIELDS)}, such as model_timing(results, 'float32'), not the "
+            f"whole results; got {shown(row)}.",
+            f"row 必须是一行计时记录（含 {', '.join(ROW_FIELDS)}），例如 model_timing(results, 'float32')，而不是整份结果；"
+            f"实际是 {shown(row, True)}。"))
     return {"intensity": row["flops"] / (row["weight_bytes"] + row["cache_bytes"]), "gflop_s": row["flops"] / row["ms"] / 1e6}
+
+
+def _has_transformers(results: dict) -> bool:
+    """Whether the bench could time transformers (it writes no rows of it where transformers is missing)."""
+    return any(row["format"] == TRANSFORMERS for row in results["timings"])
 
 
 @reads("SAVED_MODEL", "timings", "format")
@@ -376,13 +373,14 @@ def model_verdicts(results: dict) -> dict:
     ppl = quality["perplexity"] / results["quality"]["float32"]["perplexity"] - 1
     measured = {
         "floor": ms("matmul floor") / ms("float32"),  # speed relative to the bare products: 1 = no overhead at all
-        "transformers": ms("transformers float32") / ms("float32"),  # > 1: the package is faster
+        "transformers": ms(TRANSFORMERS) / ms("float32") if _has_transformers(results) else None,  # > 1: the package is faster
         "best_format": ms("float32") / ms(best),
         "batch8": batch * ms("float32") / ms("float32", batch),  # tokens per second at batch 8 over batch 1
         "free_running": quality["free_running_agreement"], "teacher_forced": quality["teacher_forced_agreement"],
         "perplexity": ppl,
     }
-    passes = {key: measured[key] >= TARGETS[key] for key in ("floor", "transformers", "best_format", "batch8")}
+    passes = {key: measured[key] is not None and measured[key] >= TARGETS[key]
+              for key in ("floor", "transformers", "best_format", "batch8")}
     passes |= {key: measured[key] >= TARGETS["agreement"] for key in ("free_running", "teacher_forced")}
     passes["perplexity"] = abs(ppl) <= TARGETS["perplexity"]
     return {"best": best, "batch": batch, "measured": measured, "passes": passes}
@@ -393,6 +391,8 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
     """One line per target of issue 25: what was measured, the target, ✅ or ❌."""
     v = model_verdicts(results)
     m, ok = v["measured"], {key: "✅" if passed else "❌" for key, passed in v["passes"].items()}
+    if m["transformers"] is None:  # not measured: say so instead of a number
+        ok["transformers"], m["transformers"] = "➖", math.nan
     en = [f"{ok['floor']} float32 step at {m['floor']:.2f} of its matmul floor's speed (target ≥ 0.8)",
           f"{ok['transformers']} float32 step {m['transformers']:.2f}× as fast as transformers (target ≥ 1.1×)",
           f"{ok['best_format']} {v['best']} decodes {m['best_format']:.2f}× as fast as float32 (target ≥ 2×)",
@@ -410,6 +410,8 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
           f"{ok['teacher_forced']} {v['best']} 沿 float32 的续写逐位预测时，{m['teacher_forced']:.0%} 的下一个词元与 float32 "
           "相同（目标 ≥ 90%）",
           f"{ok['perplexity']} {v['best']} 的困惑度比 float32 变化 {m['perplexity']:+.1%}（目标在 ±2% 以内）"]
+    if ok["transformers"] == "➖":
+        en[1], zh[1] = "➖ transformers was not measured (not installed where `make bench` ran)", "➖ 没有测量 transformers（运行 `make bench` 的机器上没有安装它）"
     return zh if language == "zh" else en
 
 
@@ -423,10 +425,10 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (*FORMATS, "transformers float32", "matmul floor"):
+    for fmt in (*FORMATS, *((TRANSFORMERS,) if _has_transformers(results) else ()), "matmul floor"):
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
-        q = results["quality"].get(fmt)
+        q = results["quality"][fmt] if fmt in FORMATS else None  # the bench measures the quality of its formats only
         shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
         rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
                      f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 
 import torch
 
-from .checks import bilingual, check_dim, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
+from .checks import bilingual, check_dim, check_flag, check_same_dtype, check_size, check_tensor
+from .overflow import check_no_overflow
 
 RANKS = (2, 3, 4, 5)  # (T, d), (b, T, d), (b, h, T, d), or one more leading dimension
 MOST_STEPS = 100_000  # Python steps of a loop (tiles, or positions of online_softmax), tens of microseconds each

@@ -9,27 +9,15 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
 import torch
 from torch import nn
 
 from .alibi import ALiBiAttention
-from .checks import (
-    Overflowed,
-    bilingual,
-    cannot_read,
-    check_flag,
-    check_heads,
-    check_index,
-    check_length,
-    check_result,
-    check_size,
-    check_weights,
-    overflow_error,
-    shown,
-)
+from .checks import bilingual, cannot_read, check_flag, check_heads, check_index, check_length, check_size, shown
 from .devices import check_fits
 from .functional import future
 from .inference.grouped_query import GroupedQueryAttention, check_kv_heads
@@ -37,6 +25,7 @@ from .inference.kv_cache import KVCache, check_model_cache
 from .inference.latent_attention import LatentAttention
 from .fused import FusedMultiHeadAttention
 from .modules import FLOAT_BYTES, MOST_MODULES, MultiHeadAttention
+from .overflow import Overflowed, check_result, check_weights, overflow_error
 
 POSITION_KINDS = ("learned", "sinusoidal", "none", "rotary", "alibi")
 ROTARY_BASE = 10000.0  # "rotary" turns each layer's queries and keys with the RoFormer paper's base (lesson 11)
@@ -154,28 +143,10 @@ class TinyAttentionModel(nn.Module):
                     f"{d_model // num_heads} 个特征；请把 d_model 设为 {2 * num_heads} 的整数倍。",
                 )
             )
-        self.layers = nn.ModuleList(self._attention_layer(d_model, num_heads) for _ in range(num_layers))
+        build = layer_builder(d_model, num_heads, context_length, positions, self.num_kv_heads, self.latent_dim)
+        self.layers = nn.ModuleList(build() for _ in range(num_layers))  # in order: each draws its weights in turn
         self.causal = causal  # sets the layers' masks (see the property below)
         self.readout = nn.Linear(d_model, vocab_size)
-
-    def _attention_layer(self, d_model: int, num_heads: int) -> nn.Module:
-        """One attention layer of the kind the settings ask for: ALiBi, grouped-query, latent or multi-head.
-
-        Called once per layer, in order, after the embeddings: each layer draws its initial weights from
-        the global random state, so the same seed gives the same model (lessons 10 and 15 rely on it).
-        """
-        context_length, positions = self.context_length, self.positions
-        rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
-        if positions == "alibi":
-            return ALiBiAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
-                                  slopes=[ALIBI_SLOPE] * num_heads)
-        if self.num_kv_heads is not None:
-            return GroupedQueryAttention(d_model, d_model, context_length, 0.0, num_heads, self.num_kv_heads,
-                                         rotary_base=rotary_base)
-        if self.latent_dim is not None:
-            return LatentAttention(d_model, context_length, num_heads, d_model // num_heads, self.latent_dim)
-        return MultiHeadAttention(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
-                                  rotary_base=rotary_base)
 
     @property
     def cache_numbers_per_token(self) -> int:
@@ -228,6 +199,27 @@ class TinyAttentionModel(nn.Module):
         finally:
             self.train(was_training)  # even when the tokens are refused, the model keeps its mode
         return logits.argmax(dim=-1), maps
+
+
+def layer_builder(
+    d_model: int, num_heads: int, context_length: int, positions: str, num_kv_heads: int | None, latent_dim: int | None
+) -> Callable[[], nn.Module]:
+    """What builds one attention layer of the kind the settings ask for: ALiBi, grouped-query, latent or multi-head.
+
+    The kind is picked once; each call of the builder draws fresh weights from the global random state, so layers
+    built in order after the embeddings give the same model for the same seed (lessons 10 and 15 rely on it).
+    """
+    rotary_base = ROTARY_BASE if positions == "rotary" else None  # rotary: nothing added to the input
+    if positions == "alibi":
+        return partial(ALiBiAttention, d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
+                       slopes=[ALIBI_SLOPE] * num_heads)
+    if num_kv_heads is not None:
+        return partial(GroupedQueryAttention, d_model, d_model, context_length, 0.0, num_heads, num_kv_heads,
+                       rotary_base=rotary_base)
+    if latent_dim is not None:
+        return partial(LatentAttention, d_model, context_length, num_heads, d_model // num_heads, latent_dim)
+    return partial(MultiHeadAttention, d_model, d_model, context_length, dropout=0.0, num_heads=num_heads,
+                   rotary_base=rotary_base)
 
 
 def check_layer_kind(

@@ -21,7 +21,7 @@ import pytest
 matplotlib.use("Agg")
 
 from attention_utils.explorers import widgets as explorer_frame  # noqa: E402
-from attention_utils.plotting import set_language  # noqa: E402
+from attention_utils.plotting.fonts import set_language  # noqa: E402
 
 
 def png(figure) -> bytes:

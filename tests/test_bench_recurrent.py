@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from attention_utils import results
+from attention_utils.explorers import lesson16 as explorers16
 from attention_utils.course.bench import recurrent, recurrent_report
 from attention_utils.recurrent import delta_rule_recurrent, linear_attention_recurrent
 
@@ -47,7 +48,7 @@ def test_the_report_writes_json_figures_and_checks(tmp_path):
     assert "| 8 |" in text and "由 `make bench`" in text
     for language in ("en", "zh"):
         assert recurrent_report.plot_recurrent(saved, tmp_path, language).is_file()
-    crossing = results.crossovers(saved)
+    crossing = explorers16.crossovers(saved)
     assert crossing["memory"] == 2 * 8 * 8 * 4 / (2 * 16 * 4)  # state bytes / cache bytes per token
 
 
@@ -56,4 +57,4 @@ def test_the_saved_results_match_their_workload_and_the_readme():
     assert [row["length"] for row in saved["rows"]] == list(recurrent.RECURRENT_FULL.lengths)
     assert saved["workload"]["d_model"] == recurrent.RECURRENT_FULL.d_model
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert results.crossovers(saved)["en"] in readme
+    assert explorers16.crossovers(saved)["en"] in readme

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 
-from attention_utils import plotting  # noqa: E402
+from attention_utils.plotting import fonts  # noqa: E402
 
 CHINESE = "注意力权重缩放点积"
 LATIN = "attention weights"
@@ -39,7 +39,7 @@ def fresh_laptop():
         yield
     manager.ttflist = saved
     manager._findfont_cached.cache_clear()
-    plotting.use_cjk_font()
+    fonts.use_cjk_font()
 
 
 def ink_per_em(label: str, size: float = 40) -> float:
@@ -57,13 +57,13 @@ def ink_per_em(label: str, size: float = 40) -> float:
 
 def test_fresh_laptop_hides_system_chinese_fonts(fresh_laptop):
     names = {entry.name for entry in font_manager.fontManager.ttflist}
-    assert not names & set(plotting.SYSTEM_CJK_FAMILIES)
-    assert plotting.CHINESE_FAMILY not in names
+    assert not names & set(fonts.SYSTEM_CJK_FAMILIES)
+    assert fonts.CHINESE_FAMILY not in names
 
 
 def test_bundled_font_is_regular_simplified_chinese(fresh_laptop):
-    path = Path(plotting.use_cjk_font())
-    assert path.name == "NotoSansSC-Regular.otf" and path.parent.name == plotting.BUNDLED_FONT_PACKAGE
+    path = Path(fonts.use_cjk_font())
+    assert path.name == "NotoSansSC-Regular.otf" and path.parent.name == fonts.BUNDLED_FONT_PACKAGE
     face = font_manager.ttfFontProperty(font_manager.ft2font.FT2Font(str(path)))
     assert (face.name, face.weight, face.style) == ("Noto Sans SC", 400, "normal")
     # the OFL licence ships with the font's package
@@ -72,17 +72,17 @@ def test_bundled_font_is_regular_simplified_chinese(fresh_laptop):
 
 
 def test_chinese_is_as_heavy_as_latin_text(fresh_laptop):
-    plotting.set_language("zh")
+    fonts.set_language("zh")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"
         ratio = ink_per_em(CHINESE) / ink_per_em(LATIN)
-    plotting.set_language("en")
+    fonts.set_language("en")
     assert ratio >= MINIMUM_INK_RATIO, (
         f"Chinese glyphs carry {ratio:.2f} times the ink of Latin text; a thin font is in use")
 
 
 def test_bold_chinese_draws_without_warnings(fresh_laptop, caplog):
-    plotting.set_language("zh")
+    fonts.set_language("zh")
     with caplog.at_level(logging.INFO, logger="matplotlib.font_manager"), warnings.catch_warnings():
         warnings.simplefilter("error")
         fig = plt.figure()
@@ -90,30 +90,30 @@ def test_bold_chinese_draws_without_warnings(fresh_laptop, caplog):
         fig.suptitle("注意力权重")
         fig.canvas.draw()
         plt.close(fig)
-    plotting.set_language("en")
+    fonts.set_language("en")
     assert "Failed to find font" not in caplog.text and "not found" not in caplog.text
 
 
 def test_no_font_at_all_gives_a_bilingual_instruction(fresh_laptop, monkeypatch):
-    monkeypatch.setattr(plotting, "BUNDLED_FONT_PACKAGE", "no_such_font_package")
+    monkeypatch.setattr(fonts, "BUNDLED_FONT_PACKAGE", "no_such_font_package")
     with pytest.raises(RuntimeError) as error:
-        plotting.use_cjk_font()
+        fonts.use_cjk_font()
     assert "pip install pylopdf-fonts-zh-cn" in str(error.value)
     assert "找不到中文字体" in str(error.value) and "重启内核" in str(error.value)
 
 
 def test_bundled_font_wins_over_system_fonts():
     # on a machine with Debian's Noto Sans CJK SC the figures still use the pinned font
-    assert Path(plotting.use_cjk_font()).name == plotting.BUNDLED_FONT_FILE
+    assert Path(fonts.use_cjk_font()).name == fonts.BUNDLED_FONT_FILE
 
 
 def test_a_thin_system_font_is_never_chosen(fresh_laptop, monkeypatch):
-    monkeypatch.setattr(plotting, "BUNDLED_FONT_PACKAGE", "no_such_font_package")
+    monkeypatch.setattr(fonts, "BUNDLED_FONT_PACKAGE", "no_such_font_package")
     manager = font_manager.fontManager
     dejavu = next(entry for entry in manager.ttflist
                   if entry.name == "DejaVu Sans" and entry.style == "normal" and entry.weight == 400)
     thin = dataclasses.replace(dejavu, name="Noto Sans CJK SC", weight=100)
     manager.ttflist.append(thin)
-    assert list(plotting._candidate_fonts()) == []
+    assert list(fonts._candidate_fonts()) == []
     manager.ttflist.append(dataclasses.replace(thin, weight=400))
-    assert list(plotting._candidate_fonts()) == [(dejavu.fname, "Noto Sans CJK SC")]
+    assert list(fonts._candidate_fonts()) == [(dejavu.fname, "Noto Sans CJK SC")]

@@ -23,7 +23,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import attention_utils as au  # noqa: E402
-from attention_utils import plotting, tasks, training  # noqa: E402
+from attention_utils import tasks, training  # noqa: E402
+from attention_utils.plotting import heatmaps, vectors_3d  # noqa: E402
 from attention_utils.tiny_model import TinyAttentionModel, silence_head, sinusoidal_positions  # noqa: E402
 from contract_helpers import assert_contract_error  # noqa: E402
 
@@ -590,7 +591,7 @@ def test_show_heatmaps_arguments(data):
     arguments = {"matrices": torch.rand(1, 2, 4, 3), "xlabel": "keys", "ylabel": "queries", "vmax": 1.0,
                  argument: data.draw(value)}
     try:
-        assert_contract_error(lambda: plotting.show_heatmaps(**arguments), argument)
+        assert_contract_error(lambda: heatmaps.show_heatmaps(**arguments), argument)
     finally:
         plt.close("all")
 
@@ -613,7 +614,7 @@ def test_plot_vectors_3d_arguments(data):
     }[argument]
     arguments = {"vectors": torch.rand(2, 3) + 0.1, "labels": ["a", "b"], argument: data.draw(value)}
     try:
-        assert_contract_error(lambda: plotting.plot_vectors_3d(**arguments), argument)
+        assert_contract_error(lambda: vectors_3d.plot_vectors_3d(**arguments), argument)
     finally:
         plt.close("all")
 

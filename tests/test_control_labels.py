@@ -26,7 +26,7 @@ from explorer_harness import controls_in  # noqa: E402
 
 from attention_utils.explorers import widgets as explorer_frame  # noqa: E402
 from attention_utils.course.publish import language_of, lesson_paths  # noqa: E402
-from attention_utils.plotting import set_language  # noqa: E402
+from attention_utils.plotting.fonts import set_language  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPLORERS = ROOT / "attention_utils" / "explorers"

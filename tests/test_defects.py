@@ -22,7 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import attention_utils as au  # noqa: E402
 from attention_utils import tasks, training  # noqa: E402
-from attention_utils.plotting import plot_vectors_3d, show_heatmaps  # noqa: E402
+from attention_utils.plotting.heatmaps import show_heatmaps  # noqa: E402
+from attention_utils.plotting.vectors_3d import plot_vectors_3d  # noqa: E402
 from attention_utils.tiny_model import TinyAttentionModel, silence_head  # noqa: E402
 from contract_helpers import assert_contract_error  # noqa: E402
 

@@ -71,12 +71,18 @@ def test_cache_bytes_mistakes_get_their_hint(wrong, hint):
 @given(st.one_of(st.integers(), st.floats(allow_nan=True), st.text(), st.none(), st.lists(st.integers(), max_size=3)))
 def test_cache_bytes_never_raises(answer):
     out = said(lesson12.check_cache_bytes, answer)
-    assert ("Correct" in out) == (answer == CACHE_BYTES and not isinstance(answer, bool))
+    assert ("Correct" in out) == (answer in (CACHE_BYTES, [CACHE_BYTES]) and not isinstance(answer, bool))  # [x] is x
 
 
 def test_cache_bytes_answers_odd_objects():
-    for answer in (Unreadable(), ..., True, torch.tensor([CACHE_BYTES]), np.float64(CACHE_BYTES) + 0.5):
+    for answer in (Unreadable(), ..., True, torch.tensor([True]), np.float64(CACHE_BYTES) + 0.5):
         assert "Not yet" in said(lesson12.check_cache_bytes, answer)
+
+
+def test_a_one_element_answer_is_read_as_its_number():
+    for answer in (torch.tensor([CACHE_BYTES]), [CACHE_BYTES], np.array([[CACHE_BYTES]])):
+        assert "Correct" in said(lesson12.check_cache_bytes, answer)
+    assert "Correct" in said(lesson12.check_layer_window, [2])
 
 
 @pytest.mark.parametrize("form", NUMBER_FORMS)
@@ -101,7 +107,7 @@ def test_layer_window_never_raises(answer):
 
 
 def test_layer_window_answers_odd_objects():
-    for answer in (Unreadable(), ..., True, [2]):
+    for answer in (Unreadable(), ..., True, [2, 2]):
         assert "Not yet" in said(lesson12.check_layer_window, answer)
 
 

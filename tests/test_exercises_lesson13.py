@@ -58,7 +58,7 @@ def test_cache_bytes_right_in_every_form(form):
     (CACHE_BYTES // 2, "2 bytes per number"),  # ...or float16: the same number, both causes named
     (CACHE_BYTES // 4, "4 bytes"),  # numbers, not bytes
     (46.08, "MB or MiB"), (43.9, "MB or MiB"),  # MB and MiB
-    ("46080000", "whole number"), ([CACHE_BYTES], "whole number"), (True, "whole number"), (float("nan"), "whole number"),
+    ("46080000", "whole number"), ([CACHE_BYTES, 1], "whole number"), (True, "whole number"), (float("nan"), "whole number"),
     (CACHE_BYTES + 1, "Multiply"), (Awkward(), "Not yet"), (..., "Replace the ..."),
 ])
 def test_cache_bytes_wrong(answer, hint):

@@ -12,7 +12,8 @@ from test_exercises_lesson13 import Awkward, verdict  # the same odd answer and 
 STEP_MS = 100.0  # by hand: 1e9 weights × 2 bytes / 20e9 bytes per second = 0.1 s
 INTENSITY = 4.0  # by hand: 2 FLOPs × 8 tokens / 4 bytes
 RIDGE_BATCH = 20.0  # by hand: 400 / 40 = 10 FLOPs per byte = 2B / 4
-FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array]
+FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
+         lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -27,6 +28,7 @@ def test_right_answers_in_every_form(form):
     (lesson14.check_step_ms, 7.0, "divided by"),
     (lesson14.check_intensity, 0.5, "batch 1"), (lesson14.check_intensity, 2.0, "multiply and an add"),
     (lesson14.check_ridge_batch, 10.0, "where the roofs meet"), (lesson14.check_ridge_batch, 3.0, "Set 2 × B / 4"),
+    (lesson14.check_step_ms, torch.tensor([0.1]), "seconds"), (lesson14.check_intensity, [0.5], "batch 1"),
 ])
 def test_mistakes_get_their_hint(check, wrong, hint):
     out = verdict(check, wrong)
@@ -38,3 +40,8 @@ def test_mistakes_get_their_hint(check, wrong, hint):
 def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):
     out = verdict(check, odd)
     assert "Correct" not in out
+
+
+def test_a_meta_tensor_has_no_value_to_check():
+    out = verdict(lesson14.check_step_ms, torch.tensor([STEP_MS], device="meta"))
+    assert "Not yet" in out and "number of milliseconds" in out

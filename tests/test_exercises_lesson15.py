@@ -11,7 +11,8 @@ from test_exercises_lesson13 import Awkward, verdict  # the same odd answer and 
 
 MLA_BYTES = (512 + 64) * 60 * 2  # by hand: latent + rotary key, 60 layers, bfloat16
 PAGES = 3 + 1 + 4 + 7 + 2  # by hand: ceil(37/16), ceil(5/16), 64/16, ceil(100/16), ceil(17/16)
-FORMS = [int, float, np.int64, np.float64, torch.tensor, np.array]
+FORMS = [int, float, np.int64, np.float64, torch.tensor, np.array,
+         lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -34,8 +35,15 @@ def test_pages_mistakes_get_their_hint(wrong, hint):
     assert "Not yet" in out and hint in out
 
 
+@pytest.mark.parametrize("written", [" Channel", "channels", "per-channel", "channel-wise", "by channel", "per channel"])
+def test_grouping_written_in_any_natural_way(written):
+    assert "Correct" in verdict(lesson15.check_grouping, written)
+
+
 def test_grouping():
     assert "Correct" in verdict(lesson15.check_grouping, " Channel")
+    assert "outlier sets the range" in verdict(lesson15.check_grouping, "per token")
+    assert "'channel' or 'token'" in verdict(lesson15.check_grouping, "channel and token")
     assert "outlier sets the range" in verdict(lesson15.check_grouping, "token")
     assert "'channel' or 'token'" in verdict(lesson15.check_grouping, 3)
 

@@ -18,7 +18,9 @@ READ = 3.8  # 3.72 × 0.6 + 1.96 × 0.8
 DELTA_SHARE = 4 / 6  # by hand: keys 5 and 6 replace keys 1 and 2 along e1 and e2; keys 3, 4, 5, 6 read their own value
 LINEAR_SHARE = 2 / 6  # by hand: e1 holds v1 + v5, e2 holds v2 + v6 (ties); only keys 3 and 4 read their own value
 BOUND = 16 / 24  # by hand: at most d_k = 16 of N = 24 independent values lie in S's column space
-FORMS = [int, float, np.int64, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array]
+ONE_ELEMENT = [lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]
+FORMS = [int, float, np.int64, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
+         *ONE_ELEMENT]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -27,11 +29,12 @@ def test_state_bytes_and_crossover_in_every_form(form):
     assert "Correct" in verdict(lesson16.check_crossover, form(STATE_BYTES // PER_TOKEN))
 
 
-@pytest.mark.parametrize("wrong, hint", [(2 * STATE_BYTES, "no separate one"), (STATE_BYTES // 2, "count of numbers"),
-                                         (STATE_BYTES * 2 // 2 * 2, "no separate one")])
-def test_state_bytes_mistakes_get_their_hint(wrong, hint):
+@pytest.mark.parametrize("wrong, hints", [(2 * STATE_BYTES, ("one for the values", "float32")),  # keys and values apart
+                                          (32 * 128 * 128 * 4, ("one for the values", "float32")),  # float32: the same number
+                                          (STATE_BYTES // 2, ("count of numbers",)), (12345, ("Multiply",))])
+def test_state_bytes_mistakes_get_their_hint(wrong, hints):
     out = verdict(lesson16.check_state_bytes, wrong)
-    assert "Not yet" in out and hint in out
+    assert "Not yet" in out and all(hint in out for hint in hints)
 
 
 def test_crossover_that_forgets_the_values_gets_a_hint():
@@ -51,6 +54,21 @@ def test_delta_update_right_in_every_form(state):
 def test_delta_update_mistakes_get_their_hint(state, hint):
     out = verdict(lesson16.check_delta_update, state, READ)
     assert "Not yet" in out and hint in out
+
+
+@pytest.mark.parametrize("read", [READ, np.float64(READ), torch.tensor(READ), torch.tensor([READ]), [READ], np.array([READ]),
+                                  torch.tensor([NEW_STATE[0][0] * 0.6 + NEW_STATE[0][1] * 0.8])])  # S_new @ k has shape (1,)
+def test_delta_update_takes_the_read_in_every_form(read):
+    assert "Correct" in verdict(lesson16.check_delta_update, torch.tensor(NEW_STATE), read)
+
+
+def test_delta_update_takes_a_state_of_numpy_and_torch_numbers():
+    assert "Correct" in verdict(lesson16.check_delta_update, [[np.float32(3.72), torch.tensor(1.96)]], READ)
+
+
+def test_a_meta_state_has_no_values_to_check():
+    out = verdict(lesson16.check_delta_update, torch.tensor(NEW_STATE, device="meta"), READ)
+    assert "Not yet" in out and "two numbers" in out
 
 
 def test_a_right_state_with_a_wrong_read_is_told_how_to_read():
@@ -91,7 +109,7 @@ def test_exercise_3_hand_values_agree_with_a_second_implementation():
 
 
 @pytest.mark.parametrize("form", [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64),
-                                  lambda v: round(v, 2)])
+                                  lambda v: round(v, 2), *ONE_ELEMENT])
 def test_crowded_recall_and_bound_right_in_every_form(form):
     assert "Correct" in verdict(lesson16.check_crowded_recall, form(DELTA_SHARE), form(LINEAR_SHARE))
     assert "Correct" in verdict(lesson16.check_exact_recall_bound, form(BOUND))
@@ -99,14 +117,17 @@ def test_crowded_recall_and_bound_right_in_every_form(form):
 
 @pytest.mark.parametrize("delta, linear, hint", [(1.0, LINEAR_SHARE, "room for one"), (LINEAR_SHARE, LINEAR_SHARE, "linear attention's share"),
                                                  (0.5, LINEAR_SHARE, "one by one"), (DELTA_SHARE, DELTA_SHARE, "adds instead"),
-                                                 (DELTA_SHARE, 0.0, "which columns"), (4, 2, "count of questions")])
+                                                 (DELTA_SHARE, 0.0, "which columns"), (4, 2, "count of questions"),
+                                                 (100 * DELTA_SHARE, 100 * LINEAR_SHARE, "percentage"),
+                                                 (66.7, LINEAR_SHARE, "percentage")])
 def test_crowded_recall_mistakes_get_their_hint(delta, linear, hint):
     out = verdict(lesson16.check_crowded_recall, delta, linear)
     assert "Not yet" in out and hint in out
 
 
 @pytest.mark.parametrize("wrong, hint", [(1.0, "more pairs"), (24 / 16, "cannot exceed 1"), (1 - BOUND, "must miss"),
-                                         (16, "as a share"), (0.5, "divide by N")])
+                                         (16, "as a share"), (0.5, "divide by N"), (100 * BOUND, "percentage"),
+                                         (66.7, "percentage")])
 def test_bound_mistakes_get_their_hint(wrong, hint):
     out = verdict(lesson16.check_exact_recall_bound, wrong)
     assert "Not yet" in out and hint in out
@@ -125,7 +146,7 @@ def test_any_answer_gets_a_verdict_never_a_traceback(answer):
 
 
 def test_chinese_lesson_prints_only_chinese():
-    from attention_utils.plotting import set_language
+    from attention_utils.plotting.fonts import set_language
 
     set_language("zh")
     try:
@@ -136,7 +157,7 @@ def test_chinese_lesson_prints_only_chinese():
 
 
 def test_chinese_lesson_prints_only_chinese_for_exercise_3():
-    from attention_utils.plotting import set_language
+    from attention_utils.plotting.fonts import set_language
 
     set_language("zh")
     try:

@@ -12,7 +12,7 @@ from explorer_harness import drive
 
 import attention_utils as au
 from attention_utils.explorers import lesson01, lesson02, lesson03, lesson04, lesson05
-from attention_utils.plotting import set_language
+from attention_utils.plotting.fonts import set_language
 
 
 @pytest.fixture(params=["en", "zh"], autouse=True)

@@ -12,7 +12,7 @@ from torch.nn import functional as F  # noqa: E402
 
 import attention_utils as au  # noqa: E402
 from attention_utils.explorers import lesson06, lesson07, lesson08  # noqa: E402
-from attention_utils.plotting import set_language  # noqa: E402
+from attention_utils.plotting.fonts import set_language  # noqa: E402
 
 TOKENS = list(au.TOKENS)
 

@@ -11,7 +11,7 @@ from explorer_harness import drive
 
 import attention_utils as au
 from attention_utils import tasks, training
-from attention_utils.plotting import set_language
+from attention_utils.plotting.fonts import set_language
 from attention_utils.explorers import lesson09, lesson10
 from attention_utils.tiny_model import TinyAttentionModel
 

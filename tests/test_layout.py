@@ -210,3 +210,23 @@ def test_the_readme_names_the_modules_each_lesson_uses():
     lessons = sorted((PACKAGE.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     measured = {str(int(lesson.name[:2])): library_modules_of(lesson) for lesson in lessons}
     assert readme_lesson_modules() == measured
+
+
+MOST_LINES = 450  # the guide's bar: a module longer than this holds more than one idea; split it by what it does
+
+
+def long_modules(paths: dict[str, Path], most: int = MOST_LINES) -> dict[str, int]:
+    """The modules whose files have more than `most` lines, with their line counts."""
+    counts = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in paths.items()}
+    return {name: count for name, count in counts.items() if count > most}
+
+
+def test_no_module_of_the_package_is_over_450_lines():
+    assert long_modules(modules()) == {}
+
+
+def test_a_long_module_is_caught(tmp_path):
+    short, long = tmp_path / "short.py", tmp_path / "long.py"
+    short.write_text("x = 1\n" * MOST_LINES, encoding="utf-8")
+    long.write_text("x = 1\n" * (MOST_LINES + 1), encoding="utf-8")
+    assert long_modules({"short": short, "long": long}) == {"long": MOST_LINES + 1}

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import attention_utils as au  # noqa: E402
-from attention_utils import plotting  # noqa: E402
+from attention_utils.plotting import fonts, vectors_3d  # noqa: E402
 
 
 def texts(fig) -> list[str]:
@@ -19,11 +19,11 @@ def texts(fig) -> list[str]:
 
 
 def test_one_labelled_arrow_per_vector_and_the_angle_in_degrees():
-    plotting.set_language("en")
+    fonts.set_language("en")
     x = au.example_inputs()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fig = plotting.plot_vectors_3d(x, au.TOKENS, highlight=1, angle_between=(1, 4), title="t")
+        fig = vectors_3d.plot_vectors_3d(x, au.TOKENS, highlight=1, angle_between=(1, 4), title="t")
         fig.canvas.draw()
     ax = fig.axes[0]
     assert ax.name == "3d" and ax.get_title() == "t"
@@ -37,20 +37,20 @@ def test_one_labelled_arrow_per_vector_and_the_angle_in_degrees():
 
 
 def test_labels_follow_the_language_and_same_vector_has_no_arc():
-    plotting.set_language("zh")
+    fonts.set_language("zh")
     try:
-        fig = plotting.plot_vectors_3d(torch.eye(3), ["x", "y", "z"], angle_between=(0, 0))
+        fig = vectors_3d.plot_vectors_3d(torch.eye(3), ["x", "y", "z"], angle_between=(0, 0))
         assert fig.axes[0].get_zlabel() == "特征 3"
         assert not any(t.startswith("θ") for t in texts(fig))
         plt.close(fig)
     finally:
-        plotting.set_language("en")
+        fonts.set_language("en")
 
 
 def test_draws_into_a_given_axes():
     fig = plt.figure()
     ax = fig.add_subplot(1, 2, 2, projection="3d")
-    assert plotting.plot_vectors_3d(torch.rand(2, 3), ["a", "b"], ax=ax) is fig
+    assert vectors_3d.plot_vectors_3d(torch.rand(2, 3), ["a", "b"], ax=ax) is fig
     assert len(ax.collections) == 2
     plt.close(fig)
 
@@ -59,12 +59,12 @@ def test_draws_into_a_given_axes():
                                         ([[0.1, 0.2, 0.3]], TypeError)])  # a list is the wrong kind of thing
 def test_refuses_anything_but_n_by_3(bad, error):
     with pytest.raises(error, match=r"\(n, 3\)"):
-        plotting.plot_vectors_3d(bad, ["a"] * 6)
+        vectors_3d.plot_vectors_3d(bad, ["a"] * 6)
 
 
 def test_needs_one_label_per_vector():
     with pytest.raises(ValueError, match="one label per vector"):
-        plotting.plot_vectors_3d(torch.rand(3, 3), ["a", "b"])
+        vectors_3d.plot_vectors_3d(torch.rand(3, 3), ["a", "b"])
 
 
 def test_the_thick_arrow_can_take_another_colour_and_labels_sit_in_front():
@@ -72,15 +72,15 @@ def test_the_thick_arrow_can_take_another_colour_and_labels_sit_in_front():
     from contract_helpers import assert_contract_error
     from matplotlib.colors import to_rgba
 
-    plotting.set_language("en")
+    fonts.set_language("en")
     x = au.example_inputs()
-    fig = plotting.plot_vectors_3d(x, au.TOKENS, highlight=1, highlight_color="black")
+    fig = vectors_3d.plot_vectors_3d(x, au.TOKENS, highlight=1, highlight_color="black")
     quivers = fig.axes[0].collections
     assert to_rgba(quivers[1].get_edgecolor()[0]) == to_rgba("black")
     assert to_rgba(quivers[0].get_edgecolor()[0]) == to_rgba("tab:blue")
     labels = [t for t in fig.axes[0].texts if t.get_text() in au.TOKENS]
     assert all(t.get_zorder() > max(q.get_zorder() for q in quivers) and t.get_bbox_patch() for t in labels)
     plt.close(fig)
-    assert_contract_error(lambda: plotting.plot_vectors_3d(x, au.TOKENS, highlight_color=3), "highlight_color", kind=TypeError)
-    assert_contract_error(lambda: plotting.plot_vectors_3d(x, au.TOKENS, highlight_color="blackish"), "highlight_color",
+    assert_contract_error(lambda: vectors_3d.plot_vectors_3d(x, au.TOKENS, highlight_color=3), "highlight_color", kind=TypeError)
+    assert_contract_error(lambda: vectors_3d.plot_vectors_3d(x, au.TOKENS, highlight_color="blackish"), "highlight_color",
                           kind=ValueError)

@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from ..data import TOKENS, example_inputs  # noqa: E402
-from ..plotting import LANGUAGES, set_language, text  # noqa: E402
+from ..language import LANGUAGES, text  # noqa: E402
+from ..plotting.fonts import set_language  # noqa: E402
 
 
 def attention_pipeline() -> plt.Figure:

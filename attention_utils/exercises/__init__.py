@@ -63,11 +63,21 @@ def missing(answer: object) -> bool:
     return False
 
 
+def _holds_no_number(answer: torch.Tensor | np.ndarray) -> bool:
+    """Booleans and complex numbers are not a count or a measurement; a meta tensor holds no value at all."""
+    if isinstance(answer, np.ndarray):
+        return answer.dtype.kind in "bc"
+    return answer.dtype == torch.bool or answer.is_complex() or answer.is_meta
+
+
 def _scalar(answer: object) -> object:
-    """A 0-d torch tensor or numpy array as its Python number; anything else unchanged."""
-    if isinstance(answer, (torch.Tensor, np.ndarray)) and answer.ndim == 0:
-        if answer.dtype in (torch.bool, np.bool_) or getattr(answer.dtype, "is_complex", False):
-            return answer  # a boolean or complex 0-d value is not a count or a measurement
+    """A one-number answer as that number: a 0-d or one-element torch tensor or numpy array, or a one-element list.
+
+    Anything else comes back unchanged, as does a tensor that holds no number (see _holds_no_number).
+    """
+    if isinstance(answer, (list, tuple)) and len(answer) == 1:
+        return _scalar(answer[0])
+    if isinstance(answer, (torch.Tensor, np.ndarray)) and math.prod(answer.shape) == 1 and not _holds_no_number(answer):
         return answer.item()
     return answer
 
@@ -94,13 +104,19 @@ def as_real_number(answer: object) -> float | None:
 
 
 def as_real_tensor(answer: object) -> torch.Tensor | None:
-    """A torch tensor or numpy array of real numbers as a float64 torch tensor, or None (bool, complex, other)."""
+    """A torch tensor, numpy array or (nested) list of real numbers as a float64 torch tensor, or None (bool, complex,
+    meta, ragged, other)."""
+    if isinstance(answer, (list, tuple)):
+        try:
+            answer = np.asarray(answer, dtype=np.float64)
+        except (TypeError, ValueError, RuntimeError):  # ragged, or holding things that are not numbers
+            return None
     if isinstance(answer, np.ndarray):
         if answer.dtype.kind not in "iuf":
             return None
         answer = torch.from_numpy(np.ascontiguousarray(answer))
-    if not isinstance(answer, torch.Tensor) or answer.dtype == torch.bool or answer.is_complex():
-        return None
+    if not isinstance(answer, torch.Tensor) or answer.dtype == torch.bool or answer.is_complex() or answer.is_meta:
+        return None  # a meta tensor has a shape but no values to compare
     return answer.detach().to("cpu", torch.float64)
 
 

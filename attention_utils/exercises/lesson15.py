@@ -48,14 +48,25 @@ def check_mla_bytes(answer: object) -> None:
              "把这些乘起来：(latent_dim + rope_dim) × 层数 × 每个数的字节数。")
 
 
+def _grouping(answer: object) -> str | None:
+    """'channel' or 'token' from the ways a learner writes them ('Channel', 'per-channel', 'channels', 'by token'), else None."""
+    if not isinstance(answer, str):
+        return None
+    words = answer.strip().lower().replace("-", " ").replace("_", " ").split()
+    words = [word for word in words if word not in ("per", "by", "each", "wise", "grouping", "group", "groups")]
+    word = words[0].removesuffix("wise").removesuffix("s") if len(words) == 1 else ""
+    return word if word in ("channel", "token") else None
+
+
 @checker
 def check_grouping(answer: object) -> None:
     """Exercise 2: one key channel is 50 times larger than the others in every token; which grouping suits keys."""
     if missing(answer):
         return
-    if not isinstance(answer, str) or answer.strip().lower() not in ("channel", "token"):
+    grouping = _grouping(answer)
+    if grouping is None:
         return feedback(False, "Answer with the string 'channel' or 'token'.", "请用字符串 'channel' 或 'token' 回答。")
-    if answer.strip().lower() == "channel":
+    if grouping == "channel":
         return feedback(True, "One scale per channel gives the large channel its own range, and the small channels keep "
                         "fine steps; per token, the large channel would set the step of every channel in that token.",
                         "每个通道一个缩放系数，大通道有自己的取值范围，小通道仍保留细小的步长；按词元分组时，"

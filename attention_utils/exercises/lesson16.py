@@ -48,14 +48,14 @@ def check_state_bytes(answer: object) -> None:
                         f"({expected / 2**20:g} MiB), at any length.",
                         f"{STATE_HEADS} × {STATE_KEY_DIM} × {STATE_VALUE_DIM} × {BYTES_PER_VALUE} = {expected:,} 字节"
                         f"（{expected / 2**20:g} MiB），无论序列多长都是这么大。")
-    if found == expected * 2:
-        return feedback(False, "A state is one d_v × d_k matrix per head; there is no separate one for keys and values.",
-                        "每个头的状态只是一个 d_v × d_k 的矩阵，并没有键和值各一份。")
+    if found == expected * 2:  # both slips give twice the answer, so the hint names both
+        return feedback(False, "Twice the answer: either you counted one matrix for the keys and one for the values (a head "
+                        "keeps a single d_v × d_k matrix), or you took 4 bytes a number (float32); bfloat16 takes 2.",
+                        "正好是正确答案的两倍：要么你给键和值各算了一个矩阵（每个头只有一个 d_v × d_k 的矩阵），"
+                        "要么你按 float32 每个数 4 个字节算了；bfloat16 每个数只占 2 个字节。")
     if found == expected // BYTES_PER_VALUE:
         return feedback(False, "That is the count of numbers; each bfloat16 number takes 2 bytes.",
                         "这是数的个数；每个 bfloat16 数占 2 个字节。")
-    if found == expected * 2 // BYTES_PER_VALUE:
-        return feedback(False, "bfloat16 takes 2 bytes per number, not 4.", "bfloat16 每个数占 2 个字节，而不是 4 个。")
     feedback(False, "Multiply: heads × d_k × d_v × bytes per number.", "把这些乘起来：头数 × d_k × d_v × 每个数的字节数。")
 
 
@@ -93,8 +93,7 @@ def check_delta_update(new_state: object, answer_for_key: object) -> None:
     if missing(new_state) or missing(answer_for_key):
         return
     expected, read = _expected_update()
-    found = as_real_tensor(torch.as_tensor(new_state, dtype=torch.float64) if isinstance(new_state, (list, tuple))
-                           else new_state)
+    found = as_real_tensor(new_state)
     if found is None or found.numel() != 2:
         return feedback(False, "Give the new state as two numbers, for example [[s1, s2]] or a tensor of shape (1, 2).",
                         "请把新状态写成两个数，例如 [[s1, s2]]，或形状为 (1, 2) 的张量。")
@@ -157,10 +156,13 @@ def check_crowded_recall(delta_share: object, linear_share: object) -> None:
     if delta is None or linear is None:
         return feedback(False, f"Give each share as a number between 0 and 1, for example 3 / {pairs}.",
                         f"请把每个比例写成 0 到 1 之间的数，例如 3 / {pairs}。")
+    right_delta, right_linear = _crowded_shares()
     if delta > 1 or linear > 1:
+        if _near(delta / 100, right_delta) or _near(linear / 100, right_linear):
+            return feedback(False, "That looks like a percentage; give the share as a fraction between 0 and 1 "
+                            "(divide by 100).", "这看起来是百分数；请把比例写成 0 到 1 之间的小数（除以 100）。")
         return feedback(False, f"That looks like a count of questions; divide by the {pairs} questions to get a share.",
                         f"这看起来是答对的题数；除以 {pairs} 道题才是比例。")
-    right_delta, right_linear = _crowded_shares()
     if not _near(delta, right_delta):
         if _near(delta, 1.0):
             return feedback(False, f"{pairs} keys, {CROWDED_KEY_SIZE} directions: keys 1 and 5 are both e₁, so the state has "
@@ -213,6 +215,9 @@ def check_exact_recall_bound(share: object) -> None:
                         f"be a mix of the {BOUND_KEY_SIZE} columns of S.",
                         f"键值对（{BOUND_PAIRS} 个）比方向（d_k = {BOUND_KEY_SIZE} 个）多：S k 只能是 S 的 "
                         f"{BOUND_KEY_SIZE} 列的某种组合。")
+    if found > 1 and _near(found / 100, expected):
+        return feedback(False, "That looks like a percentage; give the share as a fraction between 0 and 1 (divide by 100).",
+                        "这看起来是百分数；请把比例写成 0 到 1 之间的小数（除以 100）。")
     if _near(found, BOUND_PAIRS / BOUND_KEY_SIZE):
         return feedback(False, "A share cannot exceed 1: divide the values it can return by the number of pairs.",
                         "比例不会超过 1：用能原样读出的值的个数除以键值对的个数。")

@@ -11,7 +11,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..plotting import plot_vectors_3d
+from ..plotting.vectors_3d import plot_vectors_3d
 from .widgets import explore
 
 

@@ -10,7 +10,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..language import text
-from ..plotting import show_heatmaps
+from ..plotting.heatmaps import show_heatmaps
 from .widgets import explore
 
 

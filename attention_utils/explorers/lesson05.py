@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ..functional import causal_mask
 from ..language import text
-from ..plotting import show_heatmaps
+from ..plotting.heatmaps import show_heatmaps
 from .widgets import explore
 
 # Each way of masking: (English, Chinese) for the title and for the dropdown, one wording for both.

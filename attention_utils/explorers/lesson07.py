@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ..functional import causal_mask, scaled_dot_product_attention
 from ..language import text
 from ..modules import MultiHeadAttention
-from ..plotting import show_heatmaps
+from ..plotting.heatmaps import show_heatmaps
 from .widgets import explore
 
 Layer = tuple[MultiHeadAttention, torch.Tensor]  # a module and the one sentence (1, T, d_in) it reads

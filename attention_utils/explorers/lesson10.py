@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from .. import tasks
 from ..language import text
-from ..plotting import show_heatmaps
+from ..plotting.heatmaps import show_heatmaps
 from ..tiny_model import TinyAttentionModel, sinusoidal_positions
 from ..training import TrainingRun
 from .widgets import explore

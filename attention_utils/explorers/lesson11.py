@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..checks import bilingual, check_same_length, check_tensor, shown
 from ..language import text
-from ..plotting import show_heatmaps
+from ..plotting.heatmaps import show_heatmaps
 from ..rotary import apply_rotary, rotary_frequencies
 from ..tiny_model import sinusoidal_positions
 from .widgets import explore

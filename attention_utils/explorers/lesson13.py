@@ -12,7 +12,7 @@ from ..models.bpe_tokenizer import ByteLevelBPE
 from ..models.head_scores import attention_maps, check_model
 from ..language import text
 from ..models.llama import model_inputs
-from ..plotting import show_heatmaps
+from ..plotting.heatmaps import show_heatmaps
 from .widgets import explore
 
 MOST_TOKENS = 40  # a longer prompt makes the token labels unreadable

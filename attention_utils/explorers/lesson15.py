@@ -14,9 +14,10 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from ..checks import bilingual, cannot_read, check_index, check_size, check_tensor, shown
+from ..checks import bilingual, cannot_read, check_holds_values, check_index, check_size, check_tensor, shown
 from ..language import text
-from ..plotting import MOST_PANELS, label_points
+from ..plotting.arguments import MOST_PANELS
+from ..plotting.labels import label_points
 from .widgets import explore
 
 MOST_POINTS = 200  # each point gets a label placed around the others: a thousand took over a minute
@@ -42,6 +43,7 @@ def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
+    check_holds_values(magnitudes, "magnitudes", "a bar chart", "画柱状图")
     negative = not cannot_read(magnitudes) and bool((magnitudes < 0).any())
     if not 1 <= magnitudes.shape[0] <= MOST_PANELS or magnitudes.shape[1] > MOST_BARS or negative:
         raise ValueError(bilingual(
@@ -106,6 +108,12 @@ def _check_points(points: object) -> None:
         raise TypeError(bilingual(
             f"points must be a list of 1 to {MOST_POINTS} dicts with the keys {', '.join(fields)}, got {shown(points)}.",
             f"points 必须是 1 到 {MOST_POINTS} 个字典组成的列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(points, True)}。"))
+    unknown = [point["method"] for point in points if point["method"] not in METHOD_NAMES]
+    if unknown:
+        raise ValueError(bilingual(
+            f"points: method {shown(unknown[0])} is not one of {', '.join(METHOD_NAMES)}; its colour and legend would be "
+            "missing from the figure.",
+            f"points：method {shown(unknown[0], True)} 不在 {'、'.join(METHOD_NAMES)} 之中；图里不会有它的颜色和图例。"))
     for point in points:
         if not all(isinstance(point[key], numbers.Real) and not isinstance(point[key], bool) and 0 < point[key] < math.inf
                    for key in ("bytes_per_token", "perplexity")):

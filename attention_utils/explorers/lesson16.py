@@ -1,4 +1,4 @@
-"""Lesson 16's explorer and figures: pairs written into a linear-attention state and a delta-rule state.
+"""Lesson 16's explorer, figures and tables: pairs written into a linear-attention state and a delta-rule state.
 
 A pool of 6 keys is written in turn, each key again after 6 pairs with a new value, as a variable
 is given a new value in a program. After each write the explorer reads every key seen so far back
@@ -10,6 +10,7 @@ together. With d_k below 6 the keys cannot all be orthogonal, and the delta rule
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import ipywidgets as widgets
@@ -22,6 +23,7 @@ from ..checks import bilingual, check_size, shown
 from ..language import check_language, table, text
 from ..recurrent.delta_rule import delta_rule_step
 from ..recurrent.recall import MODEL_NAMES
+from ..results import reads
 from .widgets import explore
 
 VALUE_SIZE = 4  # d_v: each value is a vector of 4 numbers
@@ -220,7 +222,12 @@ def draw_state_sizes(rows: list[dict], reference: str = "softmax") -> Figure:
     if not isinstance(reference, str):
         raise TypeError(bilingual(f"reference must be the name of a model in rows, such as 'softmax', got {shown(reference)}.",
                                   f"reference 必须是 rows 里某个模型的名字，例如 'softmax'，实际是 {shown(reference, True)}。"))
-    models = [name for name in dict.fromkeys(name for name, _ in found) if name != reference]
+    names = list(dict.fromkeys(name for name, _ in found))
+    if reference not in names and reference != "softmax":  # a name given by hand must be there (rows of one's own
+        # models may lack the default); else it would be left out silently
+        raise ValueError(bilingual(f"reference={reference!r} is not a model in rows; the rows hold {names}.",
+                                   f"reference={reference!r} 不是 rows 里的模型；rows 里有 {names}。"))
+    models = [name for name in names if name != reference]
     if not models:
         raise ValueError(bilingual(f"rows hold no model besides the reference {reference!r}: nothing to draw a panel for.",
                                    f"rows 里除了参照模型 {reference!r} 之外没有别的模型：没有可画的子图。"))
@@ -249,3 +256,62 @@ def _recall_line(ax, by_pairs: dict[int, list[float]], color: str, label: str, l
     accuracies = [by_pairs[n] for n in pairs]
     ax.plot(pairs, [sum(a) / len(a) for a in accuracies], marker="o", color=color, linestyle=linestyle, label=label)
     ax.fill_between(pairs, [min(a) for a in accuracies], [max(a) for a in accuracies], color=color, alpha=0.2)
+
+
+# make bench's decode step, KV cache against a fixed state (python -m attention_utils.course.bench --recurrent)
+
+@reads("SAVED_RECURRENT", "rows", "softmax_ms")
+def recurrent_table(results: dict, language: str = "en") -> str:
+    """The numbers lesson 16 quotes: ms per decode step and bytes kept, by context length, for the three layers."""
+    headers = (["T", "softmax + 缓存（毫秒）", "线性注意力（毫秒）", "delta 规则（毫秒）", "缓存（MiB）", "状态（MiB）"]
+               if language == "zh" else
+               ["T", "softmax + cache (ms)", "linear attention (ms)", "delta rule (ms)", "cache (MiB)", "state (MiB)"])
+    rows = [[f"{r['length']:,}", f"{r['softmax_ms']:.2f}", f"{r['linear_ms']:.2f}", f"{r['delta_ms']:.2f}",
+             f"{r['softmax_bytes'] / 2**20:.2f}", f"{r['linear_bytes'] / 2**20:.2f}"]
+            for r in sorted(results["rows"], key=lambda r: r["length"])]
+    return table(headers, rows)
+
+
+@reads("SAVED_RECURRENT", "rows", "softmax_ms")
+def crossovers(results: dict) -> dict:
+    """Where the cache starts to cost more than the delta rule's state: in bytes (exact) and in time (interpolated).
+
+    memory: the T at which 2 × T × d_model × 4 bytes of cache equal the state's bytes. time: the first
+    pair of measured lengths between which the softmax step becomes slower than the delta-rule step,
+    interpolated on log axes (None if it never does, or is slower from the first length on).
+    """
+    rows = sorted(results["rows"], key=lambda r: r["length"])
+    d_model = results["workload"]["d_model"]
+    memory = rows[0]["delta_bytes"] / (2 * d_model * 4)
+    when = None
+    for before, after in zip(rows, rows[1:]):
+        gap_before = math.log(before["softmax_ms"] / before["delta_ms"])
+        gap_after = math.log(after["softmax_ms"] / after["delta_ms"])
+        if gap_before < 0 <= gap_after:
+            share = -gap_before / (gap_after - gap_before)
+            when = math.exp(math.log(before["length"]) + share * (math.log(after["length"]) - math.log(before["length"])))
+            break
+    longest = rows[-1]
+    ratio = longest["softmax_ms"] / longest["delta_ms"]
+    grow = longest["softmax_bytes"] / rows[0]["softmax_bytes"]
+    first = rows[0]
+    already = first["softmax_ms"] >= first["delta_ms"]
+    if when is not None:
+        time_en = (f"In time, the softmax step becomes slower than the delta-rule step between T = {before['length']:,} and "
+                   f"{after['length']:,} (about T = {when:,.0f})")
+        time_zh = (f"在耗时上，softmax 的一步解码在 T = {before['length']:,} 和 {after['length']:,} 之间（约 T = {when:,.0f}）"
+                   "开始慢于 delta 规则")
+    elif already:
+        time_en = (f"In time, the softmax step was already the slower one at T = {first['length']:,}, the shortest context "
+                   f"measured ({first['softmax_ms']:.2f} ms against {first['delta_ms']:.2f} ms)")
+        time_zh = (f"在耗时上，即使在测量的最短上下文 T = {first['length']:,} 时，softmax 的一步解码也已经更慢"
+                   f"（{first['softmax_ms']:.2f} 毫秒对 {first['delta_ms']:.2f} 毫秒）")
+    else:
+        time_en = "In time, the softmax step stayed faster than the delta-rule step at every length measured"
+        time_zh = "在耗时上，测量的每个长度下 softmax 的一步解码都比 delta 规则快"
+    en = (f"The cache outgrows the state at T = {memory:,.0f} tokens. {time_en}; at T = {longest['length']:,} it takes "
+          f"{ratio:.1f}× as long. From T = {first['length']:,} to {longest['length']:,} the cache grew {grow:,.0f}-fold and "
+          "the states not at all.")
+    zh = (f"T = {memory:,.0f} 个词元时，缓存就比状态大了。{time_zh}；到 T = {longest['length']:,} 时，耗时是 delta 规则的 "
+          f"{ratio:.1f} 倍。从 T = {first['length']:,} 到 {longest['length']:,}，缓存增大到原来的 {grow:,.0f} 倍，状态则一点没变。")
+    return {"memory": memory, "time": when, "en": en, "zh": zh}

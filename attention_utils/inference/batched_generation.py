@@ -110,8 +110,9 @@ def generate_batch(
             "cache must be a new, empty KVCache(num_layers): batched decoding always uses one.",
             "cache 必须是一个新的、空的 KVCache(num_layers)：批量解码总要用到缓存。"))
     device = next(model.parameters(), torch.empty(0)).device  # the ids are built here: put them where the model is
-    tokens, padding = (t.to(device) for t in left_pad(prompts, pad_id))
-    _check_vocabulary(model, tokens, padding, pad_id)
+    tokens, padding = left_pad(prompts, pad_id)
+    _check_vocabulary(model, tokens, padding, pad_id)  # on the CPU, where the ids were built: a meta model has no values
+    tokens, padding = tokens.to(device), padding.to(device)
     check_reach(model, tokens.shape[1], new_tokens)  # refused before the first step, as generate does
     was_training = model.training
     model.eval()

@@ -7,6 +7,7 @@ chunks (`chunk=1` is decoding token by token), every chunk reading the cache as 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,6 +69,29 @@ def perplexity(logits: torch.Tensor, tokens: torch.Tensor, first: int = 0) -> fl
     return torch.nn.functional.cross_entropy(predicted.flatten(0, 1), actual.flatten()).exp().item()
 
 
+def _callable_alone(make_cache: object) -> bool:
+    """Whether make_cache can be called with no arguments (read from its signature, before it is called)."""
+    if not callable(make_cache):
+        return False
+    try:
+        inspect.signature(make_cache).bind()
+    except TypeError:  # it needs arguments: the factory itself was passed, not a lambda that calls it
+        return False
+    except ValueError:  # no signature to read: let the call tell
+        return True
+    return True
+
+
+def _factory_slip(make_cache: object, cache: object) -> tuple[str, str]:
+    """What was passed instead of a factory, in English and Chinese: a cache, a function that needs arguments, ..."""
+    name = getattr(make_cache, "__name__", type(make_cache).__name__)
+    if isinstance(make_cache, KVCache) or isinstance(cache, KVCache):
+        return "it was given a cache (or one that already holds tokens)", "传入的是一个缓存（或已经存了词元的缓存）"
+    if callable(make_cache) and cache is None and not _callable_alone(make_cache):
+        return f"{name} itself needs arguments", f"{name} 本身需要参数"
+    return f"got {shown(make_cache)}", f"实际是 {shown(make_cache, True)}"
+
+
 @dataclass
 class CacheQuality:
     """One cache's price on a text: perplexity, and against full-precision logits the top-1 agreement and largest difference.
@@ -84,12 +108,14 @@ class CacheQuality:
 def cache_quality(model: nn.Module, tokens: torch.Tensor, make_cache: Callable[[], KVCache], reference: torch.Tensor,
                   prefill: int, chunk: int = 1) -> CacheQuality:
     """Measure a cache kind on `tokens`; `reference` holds the full-precision logits of the same tokens."""
-    cache = make_cache() if callable(make_cache) else None
-    if not isinstance(cache, KVCache):
+    cache = make_cache() if _callable_alone(make_cache) else None
+    if not isinstance(cache, KVCache) or cache.position:
+        what_en, what_zh = _factory_slip(make_cache, cache)
         raise TypeError(bilingual(
-            f"make_cache must be a function that returns a new cache, such as lambda: quantized_kv_cache(30, bits=8), got "
-            f"{shown(make_cache)}.",
-            f"make_cache 必须是返回一个新缓存的函数，例如 lambda: quantized_kv_cache(30, bits=8)，实际是 {shown(make_cache, True)}。"))
+            f"make_cache must be a function of no arguments that returns a new, empty cache; {what_en}: pass "
+            "`lambda: quantized_kv_cache(30, bits=8)` (or another cache made inside a lambda).",
+            f"make_cache 必须是一个不带参数、每次返回一个新的空缓存的函数；{what_zh}：请传入 "
+            "`lambda: quantized_kv_cache(30, bits=8)`（或在 lambda 里创建的其他缓存）。"))
     check_tensor(reference, "reference", ranks=(3,))
     check_prompt(tokens, "tokens")
     if reference.shape[:2] != tokens.shape or not 1 <= check_size(prefill, "prefill") <= tokens.shape[1] - 2:

@@ -23,9 +23,10 @@ import math
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_flag, check_length, check_real, check_result, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, check_flag, check_length, check_real, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
 from ..modules import FLOAT_BYTES
+from ..overflow import check_result
 from ..rotary import apply_rotary
 
 
@@ -174,4 +175,6 @@ def _check_fits(context_length: int, **sizes: int) -> None:
     check_fits(context_length, "context_length", lambda n: FLOAT_BYTES * n * n)
     for name, value in sizes.items():
         check_fits(value, name, lambda v, name=name: weight_bytes(**{**dict.fromkeys(sizes, 1), name: v}))
-    check_fits(sizes["d_model"], "d_model", lambda d: weight_bytes(**{**sizes, "d_model": d}))
+    total = weight_bytes(**sizes)  # together: name the size whose growth costs the most (set to 1, it saves the most)
+    largest = max(sizes, key=lambda name: total - weight_bytes(**{**sizes, name: 1}))
+    check_fits(sizes[largest], largest, lambda v: weight_bytes(**{**sizes, largest: v}))

@@ -18,8 +18,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_no_overflow, check_size, check_tensor, shown
+from ..checks import bilingual, check_size, check_tensor, shown
 from ..devices import check_device, check_fits
+from ..overflow import check_no_overflow
 from .kv_cache import KVCache, LayerCache
 
 
@@ -239,6 +240,14 @@ class PagedLayerCache(LayerCache):
                     "sequence: give each sequence its own.",
                     f"{name} 只能有一个序列（批大小 1），实际形状是 {tuple(x.shape)}；一个 PagedLayerCache 只保存一个序列，"
                     "请给每个序列各建一个。"))
+        if self.pages.lengths[self.pages._id(self.sequence)] != self.position:  # another layer wrote this sequence
+            raise ValueError(bilingual(
+                f"sequence {self.sequence} of this pool holds {self.pages.lengths[self.sequence]} tokens but this layer "
+                f"wrote {self.position}: another layer's cache writes the same sequence, and its keys would mix with "
+                "these. Give each layer its own sequence (`sequences` of paged_kv_cache): paged_kv_cache(pools) makes one per layer.",
+                f"这个页池里的序列 {self.sequence} 存了 {self.pages.lengths[self.sequence]} 个词元，而这一层只写了 "
+                f"{self.position} 个：另一层的缓存也在写同一个序列，两层的键会混在一起。请给每一层各用一个序列（paged_kv_cache 的 `sequences`）："
+                "paged_kv_cache(pools) 会为每层各建一个。"))
         self.pages.append(self.sequence, keys[0], values[0])
         self.position = self.pages.lengths[self.sequence]
         self.positions = torch.arange(self.position, device=keys.device)
@@ -278,6 +287,14 @@ def paged_kv_cache(pools: list[PagedCache], sequences: list[int] | None = None) 
         raise ValueError(bilingual(
             f"sequences must be None or one sequence id per pool ({len(pools)}), got {shown(sequences)}.",
             f"sequences 必须是 None，或者每个页池一个序列编号（共 {len(pools)} 个），实际是 {shown(sequences, True)}。"))
+    pairs = [(id(pool), pool._id(sequence)) for pool, sequence in zip(pools, sequences or ())]
+    shared = next((layer for layer, pair in enumerate(pairs) if pair in pairs[:layer]), None)
+    if shared is not None:
+        raise ValueError(bilingual(
+            f"sequences: layer {shared} gets a sequence of a pool that an earlier layer already writes; each layer "
+            "needs its own sequence (pool.new_sequence() or pool.fork(...), one per layer), or one pool per layer.",
+            f"sequences：第 {shared} 层拿到的序列已经有前面的一层在写（同一个页池的同一个序列）；每层都要有自己的序列"
+            "（每层各调用一次 pool.new_sequence() 或 pool.fork(...)），或者每层各用一个页池。"))
     cache = KVCache(len(pools))
     cache.layers = [PagedLayerCache(pool, None if sequences is None else sequences[i]) for i, pool in enumerate(pools)]
     return cache

@@ -67,6 +67,12 @@ def dequantize(codes: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -
     check_tensor(scale, "scale", ranks=range(codes.dim() + 1))
     check_tensor(offset, "offset", ranks=range(codes.dim() + 1))
     check_same_dtype({"scale": scale, "offset": offset})
+    if codes.device != scale.device:
+        raise TypeError(bilingual(
+            f"`codes` are on {codes.device} but `scale` and `offset` on {scale.device}; move them together, for "
+            f"example codes.to('{scale.device}').",
+            f"`codes` 在 {codes.device} 上，而 `scale` 和 `offset` 在 {scale.device} 上；请把它们放到一起，"
+            f"例如 codes.to('{scale.device}')。"))
     for name, x in (("scale", scale), ("offset", offset)):
         try:
             fits = torch.broadcast_shapes(x.shape, codes.shape) == codes.shape

@@ -43,6 +43,11 @@ def dequantize_rows(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
             f"values must be the int8 matrix (rows, cols) that quantize_rows returns, got {_shown(values)}.",
             f"values 必须是 quantize_rows 返回的 int8 矩阵 (rows, cols)，实际是 {_shown(values)}。"))
     check_tensor(scale, "scale", ranks=(1,))
+    if scale.device != values.device:
+        raise TypeError(bilingual(
+            f"values are on {values.device} but scale on {scale.device}; move them together, for example "
+            f"scale.to('{values.device}').",
+            f"values 在 {values.device} 上，而 scale 在 {scale.device} 上；请把它们放到一起，例如 scale.to('{values.device}')。"))
     if scale.shape[0] != values.shape[0]:
         raise ValueError(bilingual(
             f"scale must hold one number per row of values ({values.shape[0]}), got {scale.shape[0]}.",

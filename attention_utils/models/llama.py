@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 from .bpe_tokenizer import ByteLevelBPE, check_text
-from ..checks import bilingual, cannot_read, check_length, check_padding_mask, check_real, check_result, check_size
+from ..checks import bilingual, cannot_read, check_length, check_padding_mask, check_real, check_size
 from ..devices import check_fits
+from ..overflow import check_result
 from .gguf_file import GGUFFile, check_file, read_gguf, setting
 from ..inference.kv_cache import KVCache, LayerCache
 from ..fused import FusedMultiHeadAttention

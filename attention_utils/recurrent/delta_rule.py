@@ -156,7 +156,10 @@ def delta_rule_parallel(
     """
     queries, keys, values, beta, decay = _check_all(queries, keys, values, beta, decay)
     length = queries.shape[-2]
-    check_scores_fit(queries)
+    wide = torch.float32 if queries.element_size() < 4 else queries.dtype  # CPU torch cannot solve in float16 or bfloat16
+    # about 8 (T, T) matrices live at the peak: log γ gaps, fade, overlap, its tril, β × tril, the system (and its copy
+    # in the wide dtype), q·k; counted in the wide dtype's size
+    check_scores_fit(queries, held=8, element_size=torch.finfo(wide).bits // 8)
     if length == 0:
         return values.new_zeros(values.shape)
     later = torch.ones(length, length, dtype=torch.bool, device=queries.device).tril()  # i <= t
@@ -168,7 +171,6 @@ def delta_rule_parallel(
         fade = torch.exp(torch.where(later, gap, torch.full_like(gap, -torch.inf)))  # 0 above the diagonal
     overlap = fade * (keys @ keys.transpose(-2, -1))  # (γ_t/γ_i) k_t·k_i
     system = torch.eye(length, dtype=queries.dtype, device=queries.device) + beta[..., :, None] * overlap.tril(-1)
-    wide = torch.float32 if queries.element_size() < 4 else queries.dtype  # CPU torch cannot solve in float16 or bfloat16
     corrections = torch.linalg.solve_triangular(system.to(wide), (beta[..., :, None] * values).to(wide), upper=False,
                                                 unitriangular=True).to(queries.dtype)
     return _check_grew((fade * (queries @ keys.transpose(-2, -1))) @ corrections)

@@ -22,8 +22,9 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..checks import bilingual, check_flag, check_no_overflow, check_same_dtype, check_size, check_tensor
+from ..checks import bilingual, cannot_read, check_flag, check_same_dtype, check_size, check_tensor
 from ..devices import check_fits
+from ..overflow import check_no_overflow
 
 RANKS = (2, 3, 4)  # (T, d), (batch, T, d) or (batch, heads, T, d)
 MOST_STEPS = 100_000  # a recurrent form takes one Python step per token (or chunk), about 30-50 µs each: a few seconds
@@ -77,16 +78,18 @@ def check_steps(steps: int, what_en: str, what_zh: str, fix_en: str, fix_zh: str
             f"{what_zh}要在 Python 循环里走 {steps:,} 步，这里最多 {MOST_STEPS:,} 步（每步要几十微秒）；{fix_zh}。"))
 
 
-def check_scores_fit(queries: torch.Tensor) -> None:
-    """The (..., T, T) matrix a parallel form builds must fit in memory: refuse a T it cannot hold, before allocating."""
-    length, matrices = queries.shape[-2], queries.shape[:-2].numel()
-    check_fits(length, "num_tokens", lambda t: 2 * matrices * t * t * queries.element_size(), queries.device)
+def check_scores_fit(queries: torch.Tensor, held: int = 2, element_size: int | None = None) -> None:
+    """The (..., T, T) matrices a parallel form holds at once (`held` of them, of `element_size` bytes a number) must
+    fit in memory: refuse a T they cannot fit in, before allocating. Linear attention holds 2: its scores and their tril."""
+    length, batch = queries.shape[-2], queries.shape[:-2].numel()
+    size = element_size or queries.element_size()
+    check_fits(length, "num_tokens", lambda t: held * batch * t * t * size, queries.device)
 
 
 def _check_features(queries: torch.Tensor, keys: torch.Tensor) -> None:
     """With normalize=True the normalizer must not change sign: features from a positive map."""
     for name, x in (("queries", queries), ("keys", keys)):
-        if x.numel() and bool((x < 0).any()):
+        if x.numel() and not cannot_read(x) and bool((x < 0).any()):  # no values to read on meta
             raise ValueError(
                 bilingual(
                     f"normalize=True divides by sums of φ(q)·φ(k), so `{name}` must be features ≥ 0; "

@@ -339,15 +339,16 @@ MODEL_NAMES = {
 
 
 def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: int, pairs: tuple[int, ...],
-                models: dict[str, tuple[str, ...]] = MODELS, progress: bool = True, key_size: int | None = None,
+                models: dict[str, tuple[str, ...]] = MODELS, progress: bool | tqdm = True, key_size: int | None = None,
                 batch_size: int = 64) -> list[dict]:
     """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement.
 
     key_size is d_k, the size of the queries and keys (d_model when None); the values keep d_model
-    numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch.
+    numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch. `progress` is
+    True, False or a tqdm bar that several grids share (each training step advances it by one).
     """
     _check_grid(task, d_model, seeds, steps, pairs, models, key_size, batch_size)
-    progress = check_flag(progress, "progress")
+    progress = check_progress(progress)
     rows = []
     bar = progress_bar(progress, len(seeds) * len(models) * steps)
     try:
@@ -361,7 +362,8 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
                                  "accuracy": recall_accuracy(model, task, num_pairs, seed),
                                  "kept_floats": model.state_floats(4 * num_pairs)})
     finally:
-        bar.close()
+        if bar is not progress:  # a bar passed in belongs to the caller
+            bar.close()
     return rows
 
 

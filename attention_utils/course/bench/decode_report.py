@@ -109,7 +109,8 @@ def plot_decode(results: dict, folder: Path, language: str) -> Path:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    from ...plotting import set_language, text
+    from ...language import text
+    from ...plotting.fonts import set_language
 
     set_language(language)
     work = results["workload"]

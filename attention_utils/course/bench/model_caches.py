@@ -146,7 +146,8 @@ def plot_caches(results: dict, folder: Path, language: str) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ...plotting import set_language, text
+    from ...language import text
+    from ...plotting.fonts import set_language
 
     set_language(language)
     figure = Figure(figsize=(11, 4.4), layout="constrained")

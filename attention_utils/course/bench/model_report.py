@@ -37,7 +37,7 @@ def plot_roofline(results: dict, folder: Path, language: str) -> Path:
     import matplotlib.pyplot as plt
 
     from ...explorers.lesson14 import draw_roofline
-    from ...plotting import set_language
+    from ...plotting.fonts import set_language
 
     set_language(language)
     figure = draw_roofline(results)

@@ -6,7 +6,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED_RECURRENT, crossovers, load_saved
+from ...explorers.lesson16 import crossovers
+from ...results import ROOT, SAVED_RECURRENT, load_saved
 from .harness import environment
 from .recurrent import LAYERS, NAMES, RecurrentWorkload, measure_all_recurrent
 from .report import save_json, update_readme
@@ -95,7 +96,8 @@ def plot_recurrent(results: dict, folder: Path, language: str) -> Path:
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter
 
-    from ...plotting import set_language, text
+    from ...language import text
+    from ...plotting.fonts import set_language
 
     set_language(language)
     rows = sorted(results["rows"], key=lambda r: r["length"])

@@ -276,7 +276,8 @@ def plot(results: dict, folder: Path, language: str) -> list[Path]:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    from ...plotting import set_language, text
+    from ...language import text
+    from ...plotting.fonts import set_language
 
     set_language(language)
     fits = {(f["implementation"], f["mode"]): f for f in results["fits"]}
