@@ -145,3 +145,56 @@ def test_lesson_3_measured_further_back_the_comparison_turns():
     quoted = re.search(r"at \$d_k = 1024\$, (\S+) against (\S+) at the scores and (\S+) against (\S+) at the query", en).groups()
     assert list(quoted) == table[1024]
     same_numbers(en, zh, list(quoted))
+
+
+def test_lesson_1_roadmap_names_every_lesson_of_the_readme():
+    readme = (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| \[(.+?)\]\(notebooks/\d\d_\w+\.ipynb\) \| (.+?) \|$", readme, flags=re.M)
+    assert len(rows) >= 16, "the README lists every lesson"
+    en, zh = prose(lesson("01_dot_products"), "## Where this series goes")
+    for number, title_en, title_zh in rows:
+        assert f"{number}. **{title_en}.**" in en, f"lesson {number} is missing from the English roadmap"
+        assert f"{number}. **{title_zh}**。" in zh, f"lesson {number} is missing from the Chinese roadmap"
+
+
+def test_lesson_3_scaled_largest_weight_is_flat_from_d_k_4():
+    nb = lesson("03_normalization")
+    table = scaling_table(stored(nb, "results.append((d_k"))
+    scaled = {d: float(row[4]) for d, row in table.items()}  # the "max w scaled" column
+    en, zh = prose(nb, "the gradient at the softmax's input falls from")
+    low, high = map(float, re.search(r"from \$d_k = 4\$ on the largest weight stays between (\d\.\d+) and (\d\.\d+)",
+                                     en).groups())
+    assert all(low - 0.005 <= w < high + 0.005 for d, w in scaled.items() if d >= 4)
+    assert scaled[1] < low - 0.005, "d_k = 1 is the dip the next paragraph explains"
+    assert f"最大权重（{table[1][4]}）" in zh or f"（{table[1][4]}）" in zh
+    same_numbers(en, zh, [f"{low:.2f}", f"{high:.2f}", table[1][4]])
+
+
+def test_lesson_3_the_dip_at_d_k_1_is_read_from_its_check():
+    nb = lesson("03_normalization")
+    out = stored(nb, "def mean_largest_weight")
+    table = {int(d): list(row) for d, *row in re.findall(r"^\s*(\d+)\s+(\d\.\d+)\s+(\d\.\d+)\s+(\d\.\d+)\s*$", out, flags=re.M)}
+    assert sorted(table) == [1, 4, 16]
+    uniform, fixed, normal_entries = (float(v) for v in table[1])
+    normal_scores = float(re.search(r"16 scores drawn from N\(0, 1\): largest weight (\d\.\d+)", out).group(1))
+    share = re.search(r"fixing \|q\| closes (\d+)% of the gap to normal scores; most of the dip remains: True", out).group(1)
+    # the share follows from the printed numbers, by hand, to the rounding of three decimals
+    assert abs((fixed - uniform) / (normal_scores - uniform) - int(share) / 100) < 0.03
+    assert fixed - uniform < (normal_scores - uniform) / 2, "fixing |q| closes less than half of the gap"
+    assert uniform < normal_entries < normal_scores, "normal entries lie between the two"
+    en, zh = prose(nb, "Fixing the length lifts the largest weight")
+    assert f"only from {table[1][0]} to {table[1][1]}" in en and f"give {normal_scores:.3f}" in en
+    assert f"closes {share}% of the gap" in en and f"{share}% 的差距" in zh
+    assert f"Normal entries give {table[1][2]} at $d_k = 1$" in en
+    sixteen = sorted(table[16])
+    assert f"({sixteen[0]} to {sixteen[-1]})" in en and f"（{sixteen[0]} 到 {sixteen[-1]}）" in zh
+    same_numbers(en, zh, [table[1][0], table[1][1], table[1][2], f"{normal_scores:.3f}", sixteen[0], sixteen[-1]])
+
+
+def test_lesson_3_no_weight_dominates_the_context_vectors():
+    nb = lesson("03_normalization")
+    out = stored(nb, "cosine = context @ inputs[1]")
+    low, high = re.search(r"all 36 weights lie between (\d\.\d+) and (\d\.\d+)", out).groups()
+    assert float(high) < 0.5, "no weight dominates its row"
+    en, zh = prose(nb, "The six context vectors are almost the same")
+    assert "almost even" not in en and f"between {low} and {high}" in en and f"{low} 到 {high} 之间" in zh

@@ -171,6 +171,21 @@ def test_softmax_rows(capsys):
     assert "same shape" in verdict(capsys)
 
 
+def test_softmax_rows_names_a_missing_keepdim(capsys):
+    def sum_without_keepdim(s):  # the review's slip: the sum drops the last dimension
+        exps = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+        return exps / exps.sum(dim=-1)
+
+    def max_without_keepdim(s):
+        exps = torch.exp(s - s.max(dim=-1).values)
+        return exps / exps.sum(dim=-1, keepdim=True)
+
+    for slip in (sum_without_keepdim, max_without_keepdim):
+        lesson03.check_softmax_rows(slip)
+        out = verdict(capsys)
+        assert out.startswith("❌") and "keepdim=True" in out and "形状对不上" in out and "could not be checked" not in out
+
+
 def test_scaled_context(capsys):
     x = au.example_inputs()
     lesson03.check_scaled_context(torch.softmax(x @ x.T, dim=-1) @ x)

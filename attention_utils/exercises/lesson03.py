@@ -81,9 +81,11 @@ def _run_learner_softmax(softmax: Callable, scores: list) -> torch.Tensor | str:
     try:
         with watch:
             result = softmax(torch.tensor(scores))
-    except Exception:
+    except Exception as error:
         if watch.used:
             return "shortcut"
+        if isinstance(error, RuntimeError) and "must match the size of tensor" in str(error):
+            return "keepdim"  # a max or sum over dim=-1 without keepdim no longer lines up with the rows
         raise  # @checker reports the learner's own error
     if watch.used:
         return "shortcut"
@@ -102,6 +104,11 @@ PROBLEMS = {
                  "the package's): write it with torch.exp, a maximum and a sum.",
                  "你的函数调用了现成的 softmax（torch.softmax、F.softmax、.softmax、nn.Softmax 或辅助包里的）："
                  "请用 torch.exp、最大值和求和自己写。"),
+    "keepdim": ("Your function fails with a size mismatch: a max or a sum over dim=-1 drops that dimension, so the "
+                "result no longer lines up with the rows. Add keepdim=True: s.max(dim=-1, keepdim=True).values and "
+                "exps.sum(dim=-1, keepdim=True).",
+                "你的函数因为形状对不上而出错：在 dim=-1 上取最大值或求和，会把这个维度去掉，结果就和各行对不齐了。"
+                "请加上 keepdim=True：s.max(dim=-1, keepdim=True).values 和 exps.sum(dim=-1, keepdim=True)。"),
     "none": ("Your function returns None: finish it and return the weights.", "你的函数返回了 None：请把它写完，并返回权重。"),
     "real": ("Your function should return the weights as a tensor of real numbers.",
              "你的函数应该以实数张量的形式返回权重。"),
