@@ -198,3 +198,29 @@ def test_lesson_3_no_weight_dominates_the_context_vectors():
     assert float(high) < 0.5, "no weight dominates its row"
     en, zh = prose(nb, "The six context vectors are almost the same")
     assert "almost even" not in en and f"between {low} and {high}" in en and f"{low} 到 {high} 之间" in zh
+
+
+def test_lesson_2_reads_the_float32_rounding_as_printed():
+    nb = lesson("02_vectors_in_3d")
+    out = stored(nb, "off_by = ")
+    off_by = float(re.search(r"a cosine of 1 - 1e-7 is an angle of (\d\.\d+)°", out).group(1))
+    assert abs(off_by - 0.0256) < 1e-4  # arccos(1 - 1e-7) = sqrt(2e-7) rad = 0.0256°, by hand
+    assert "float32 cosine 1.00000012: arccos gives nan°, with the clamp 0.0000°" in out
+    assert re.search(r"float32 cosine 0\.99999994: arccos gives 0\.0198°", out)
+    en, zh = prose(nb, "## Angle")
+    assert f"about {off_by:.2f}°" in en and f"约 {off_by:.2f}°" in zh and "0.02°" not in en + zh
+
+
+@pytest.mark.parametrize("number", range(1, 8))
+def test_lessons_1_to_7_close_with_the_right_links(number):
+    readme = (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")
+    rows = {int(n): (en, path, zh) for n, en, path, zh in
+            re.findall(r"^\| (\d+) \| \[(.+?)\]\(notebooks/(\d\d_\w+\.ipynb)\) \| (.+?) \|$", readme, flags=re.M)}
+    nb = lesson(rows[number][1].removesuffix(".ipynb"))
+    en, zh = nb.cells[-2].source, nb.cells[-1].source
+    assert "en" in nb.cells[-2].metadata.get("tags", []) and "zh" in nb.cells[-1].metadata.get("tags", [])
+    for other in (number - 1, number + 1):
+        if other in rows:
+            title_en, path, title_zh = rows[other]
+            assert f"[Lesson {other} · {title_en}]({path})" in en, other
+            assert f"[第 {other} 课 · {title_zh}]({path})" in zh, other
