@@ -182,7 +182,7 @@ def test_lesson_3_the_dip_at_d_k_1_is_read_from_its_check():
     assert abs((fixed - uniform) / (normal_scores - uniform) - int(share) / 100) < 0.03
     assert fixed - uniform < (normal_scores - uniform) / 2, "fixing |q| closes less than half of the gap"
     assert uniform < normal_entries < normal_scores, "normal entries lie between the two"
-    en, zh = prose(nb, "Fixing the length lifts the largest weight")
+    en, zh = prose(nb, "lifts the largest weight at $d_k = 1$ only from")
     assert f"only from {table[1][0]} to {table[1][1]}" in en and f"give {normal_scores:.3f}" in en
     assert f"closes {share}% of the gap" in en and f"{share}% 的差距" in zh
     assert f"Normal entries give {table[1][2]} at $d_k = 1$" in en
