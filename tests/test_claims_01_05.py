@@ -145,3 +145,82 @@ def test_lesson_3_measured_further_back_the_comparison_turns():
     quoted = re.search(r"at \$d_k = 1024\$, (\S+) against (\S+) at the scores and (\S+) against (\S+) at the query", en).groups()
     assert list(quoted) == table[1024]
     same_numbers(en, zh, list(quoted))
+
+
+def test_lesson_1_roadmap_names_every_lesson_of_the_readme():
+    readme = (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| \[(.+?)\]\(notebooks/\d\d_\w+\.ipynb\) \| (.+?) \|$", readme, flags=re.M)
+    assert len(rows) >= 16, "the README lists every lesson"
+    en, zh = prose(lesson("01_dot_products"), "## Where this series goes")
+    for number, title_en, title_zh in rows:
+        assert f"{number}. **{title_en}.**" in en, f"lesson {number} is missing from the English roadmap"
+        assert f"{number}. **{title_zh}**。" in zh, f"lesson {number} is missing from the Chinese roadmap"
+
+
+def test_lesson_3_scaled_largest_weight_is_flat_from_d_k_4():
+    nb = lesson("03_normalization")
+    table = scaling_table(stored(nb, "results.append((d_k"))
+    scaled = {d: float(row[4]) for d, row in table.items()}  # the "max w scaled" column
+    en, zh = prose(nb, "the gradient at the softmax's input falls from")
+    low, high = map(float, re.search(r"from \$d_k = 4\$ on the largest weight stays between (\d\.\d+) and (\d\.\d+)",
+                                     en).groups())
+    assert all(low - 0.005 <= w < high + 0.005 for d, w in scaled.items() if d >= 4)
+    assert scaled[1] < low - 0.005, "d_k = 1 is the dip the next paragraph explains"
+    assert f"最大权重（{table[1][4]}）" in zh or f"（{table[1][4]}）" in zh
+    same_numbers(en, zh, [f"{low:.2f}", f"{high:.2f}", table[1][4]])
+
+
+def test_lesson_3_the_dip_at_d_k_1_is_read_from_its_check():
+    nb = lesson("03_normalization")
+    out = stored(nb, "def mean_largest_weight")
+    table = {int(d): list(row) for d, *row in re.findall(r"^\s*(\d+)\s+(\d\.\d+)\s+(\d\.\d+)\s+(\d\.\d+)\s*$", out, flags=re.M)}
+    assert sorted(table) == [1, 4, 16]
+    uniform, fixed, normal_entries = (float(v) for v in table[1])
+    normal_scores = float(re.search(r"16 scores drawn from N\(0, 1\): largest weight (\d\.\d+)", out).group(1))
+    share = re.search(r"fixing \|q\| closes (\d+)% of the gap to normal scores; most of the dip remains: True", out).group(1)
+    # the share follows from the printed numbers, by hand, to the rounding of three decimals
+    assert abs((fixed - uniform) / (normal_scores - uniform) - int(share) / 100) < 0.03
+    assert fixed - uniform < (normal_scores - uniform) / 2, "fixing |q| closes less than half of the gap"
+    assert uniform < normal_entries < normal_scores, "normal entries lie between the two"
+    en, zh = prose(nb, "lifts the largest weight at $d_k = 1$ only from")
+    assert f"only from {table[1][0]} to {table[1][1]}" in en and f"give {normal_scores:.3f}" in en
+    assert f"closes {share}% of the gap" in en and f"{share}% 的差距" in zh
+    assert f"Normal entries give {table[1][2]} at $d_k = 1$" in en
+    sixteen = sorted(table[16])
+    assert f"({sixteen[0]} to {sixteen[-1]})" in en and f"（{sixteen[0]} 到 {sixteen[-1]}）" in zh
+    same_numbers(en, zh, [table[1][0], table[1][1], table[1][2], f"{normal_scores:.3f}", sixteen[0], sixteen[-1]])
+
+
+def test_lesson_3_no_weight_dominates_the_context_vectors():
+    nb = lesson("03_normalization")
+    out = stored(nb, "cosine = context @ inputs[1]")
+    low, high = re.search(r"all 36 weights lie between (\d\.\d+) and (\d\.\d+)", out).groups()
+    assert float(high) < 0.5, "no weight dominates its row"
+    en, zh = prose(nb, "The six context vectors are almost the same")
+    assert "almost even" not in en and f"between {low} and {high}" in en and f"{low} 到 {high} 之间" in zh
+
+
+def test_lesson_2_reads_the_float32_rounding_as_printed():
+    nb = lesson("02_vectors_in_3d")
+    out = stored(nb, "off_by = ")
+    off_by = float(re.search(r"a cosine of 1 - 1e-7 is an angle of (\d\.\d+)°", out).group(1))
+    assert abs(off_by - 0.0256) < 1e-4  # arccos(1 - 1e-7) = sqrt(2e-7) rad = 0.0256°, by hand
+    assert "float32 cosine 1.00000012: arccos gives nan°, with the clamp 0.0000°" in out
+    assert re.search(r"float32 cosine 0\.99999994: arccos gives 0\.0198°", out)
+    en, zh = prose(nb, "## Angle")
+    assert f"about {off_by:.2f}°" in en and f"约 {off_by:.2f}°" in zh and "0.02°" not in en + zh
+
+
+@pytest.mark.parametrize("number", range(1, 8))
+def test_lessons_1_to_7_close_with_the_right_links(number):
+    readme = (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")
+    rows = {int(n): (en, path, zh) for n, en, path, zh in
+            re.findall(r"^\| (\d+) \| \[(.+?)\]\(notebooks/(\d\d_\w+\.ipynb)\) \| (.+?) \|$", readme, flags=re.M)}
+    nb = lesson(rows[number][1].removesuffix(".ipynb"))
+    en, zh = nb.cells[-2].source, nb.cells[-1].source
+    assert "en" in nb.cells[-2].metadata.get("tags", []) and "zh" in nb.cells[-1].metadata.get("tags", [])
+    for other in (number - 1, number + 1):
+        if other in rows:
+            title_en, path, title_zh = rows[other]
+            assert f"[Lesson {other} · {title_en}]({path})" in en, other
+            assert f"[第 {other} 课 · {title_zh}]({path})" in zh, other

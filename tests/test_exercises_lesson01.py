@@ -59,6 +59,12 @@ def test_dot_loop_explains_each_likely_mistake(capsys):
     assert "plain Python lists" in verdict(capsys)
     lesson01.check_dot_loop(lambda a, b: torch.dot(a, b))
     assert "plain Python lists" in verdict(capsys)
+    # the review's loopholes: ready-made products that accept lists; each is refused and named
+    for shortcut in (lambda a, b: float(np.dot(a, b)), lambda a, b: torch.dot(torch.tensor(a), torch.tensor(b)),
+                     lambda a, b: np.array(a) @ np.array(b), lambda a, b: float(np.sum(np.multiply(a, b))),
+                     lambda a, b: torch.tensor(a, dtype=torch.float64) @ torch.tensor(b, dtype=torch.float64)):
+        out = verdict(capsys) if lesson01.check_dot_loop(shortcut) is None else ""
+        assert "Not yet" in out and "np.dot" in out and "现成的乘积" in out, out
     lesson01.check_dot_loop(lambda a, b: sum(a[i] * b[i] for i in range(3)))  # fixed at three features
     assert "Not yet" in verdict(capsys)
     lesson01.check_dot_loop(lambda a, b: sum(a[i] * b[i] for i in range(4)))
@@ -73,7 +79,21 @@ def test_dot_loop_explains_each_likely_mistake(capsys):
 @given(form=st.sampled_from([float, np.float32, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64),
                              lambda v: torch.tensor([v]), np.array, lambda v: np.array([v])]))
 def test_dot_loop_accepts_a_sum_returned_in_any_numeric_form(form):
-    assert verdict_of(lesson01.check_dot_loop, lambda a, b: form(loop_dot(a, b))).startswith(CORRECT)
+    # the loop's total as the loop left it, or through float() first and then in any numeric form
+    assert verdict_of(lesson01.check_dot_loop, lambda a, b: form(float(loop_dot(a, b)))).startswith(CORRECT)
+
+
+def test_dot_loop_accepts_every_way_of_writing_the_loop(capsys):
+    def by_index(a, b):
+        total = 0
+        for i in range(len(a)):
+            total = total + a[i] * b[i]
+        return total
+
+    for loop in (loop_dot, by_index, lambda a, b: sum(x * y for x, y in zip(a, b)),
+                 lambda a, b: float(loop_dot(a, b)), lambda a, b: np.float64(loop_dot(a, b))):
+        lesson01.check_dot_loop(loop)
+        assert "Correct" in verdict(capsys)
 
 
 @settings(max_examples=40, deadline=None)

@@ -6,8 +6,7 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_exercises import (CORRECT, UNCHECKABLE, any_wrong_type, is_bilingual_no, plain_wrong_types,
-                            real_number_forms, verdict_of)
+from test_exercises import CORRECT, UNCHECKABLE, any_wrong_type, is_bilingual_no, plain_wrong_types, verdict_of
 
 import attention_utils as au
 from attention_utils.exercises import lesson02
@@ -17,22 +16,52 @@ def verdict(capsys) -> str:
     return capsys.readouterr().out
 
 
-def test_angle_your_step(capsys):
-    lesson02.check_angle_your_step(...)
+# By hand, independently of the checker: one = (0.77, 0.25, 0.10), journey = (0.55, 0.87, 0.66);
+# one·journey = 0.7070, journey·journey = 1.4950, so one's shadow is 0.47291 journey and the rest is
+# (0.50990, -0.16143, -0.21212), of length 0.5754; scaled to 1: (0.8862, -0.2806, -0.3687) (checked below).
+UNSEEN = (0.8862, -0.2806, -0.3687)
+
+
+def test_unseen_by_journey_by_hand():
+    journey, one = au.example_inputs().double()[1], au.example_inputs().double()[4]
+    rest = one - 0.7070 / 1.4950 * journey
+    assert torch.allclose(rest / rest.norm(), torch.tensor(UNSEEN, dtype=torch.float64), atol=1e-4)
+
+
+def test_unseen_by_journey_names_each_slip(capsys):
+    lesson02.check_unseen_by_journey(...)
     assert "Not yet" in verdict(capsys)
     x = au.example_inputs().double()
-    cosine = x[0] @ x[5] / (x[0].norm() * x[5].norm())
-    lesson02.check_angle_your_step(torch.arccos(cosine))  # radians
+    journey, one = x[1], x[4]
+    rest = one - (one @ journey) / (journey @ journey) * journey
+    lesson02.check_unseen_by_journey(rest)  # the remainder, not scaled to length 1
     out = verdict(capsys)
-    assert "Not yet" in out and "rad2deg" in out
-    lesson02.check_angle_your_step(cosine.item())
-    assert "arccos" in verdict(capsys)
-    lesson02.check_angle_your_step(torch.rad2deg(torch.arccos(cosine)))
-    assert "Correct" in verdict(capsys)
-    lesson02.check_angle_your_step(49.51)  # by hand: arccos(0.6491) = 49.51°
-    assert "Correct" in verdict(capsys)
-    lesson02.check_angle_your_step("49.5")
-    assert "one real number" in verdict(capsys)
+    assert "Not yet" in out and "length is 0.5" in out and "v / v.norm()" in out
+    lesson02.check_unseen_by_journey(-rest / rest.norm())  # perpendicular, length 1, but the wrong side of "one"
+    out = verdict(capsys)
+    assert "Not yet" in out and "Flip its sign" in out and "取反" in out
+    lesson02.check_unseen_by_journey(one / one.norm())  # "one" itself: it has a shadow on journey
+    out = verdict(capsys)
+    assert "Not yet" in out and "shadow" in out and "影子" in out
+    cross = torch.linalg.cross(journey, one)
+    lesson02.check_unseen_by_journey(cross / cross.norm())  # perpendicular to both
+    out = verdict(capsys)
+    assert "Not yet" in out and "as well" in out
+    lesson02.check_unseen_by_journey(torch.zeros(3))
+    assert "zero vector" in verdict(capsys)
+    lesson02.check_unseen_by_journey([0.5, "x", 0.1])
+    assert "three real numbers" in verdict(capsys)
+
+
+def test_unseen_by_journey_accepts_any_right_vector(capsys):
+    x = au.example_inputs().double()
+    journey, one = x[1], x[4]
+    rest = one - (one @ journey) / (journey @ journey) * journey
+    other = torch.linalg.cross(journey, one)  # perpendicular to journey too; mixed in, the score against one shrinks
+    tilted = rest / rest.norm() + 0.5 * other / other.norm()
+    lesson02.check_unseen_by_journey(tilted / tilted.norm())
+    out = verdict(capsys)
+    assert "Correct" in out and "more than 0.5754" in out  # |rest|, by hand above: 0.5754
 
 
 def test_widest_pair(capsys):
@@ -75,32 +104,18 @@ def test_the_angle_between_one_and_step_by_hand():
 # ---------------------------------------------------------------------------------------------
 # Every form of a right answer, every wrong type (Hypothesis)
 
-YOUR_STEP_DEGREES = 49.5137  # arccos(0.6493...) by hand: 0.43*0.05 + 0.15*0.80 + 0.89*0.55 = 0.631 over 0.9997 * 0.9721
-
-
-def test_the_angle_your_step_by_hand():
-    x = au.example_inputs().double()
-    cosine = (x[0] @ x[5]).item() / (x[0].norm() * x[5].norm()).item()
-    assert math.isclose(math.degrees(math.acos(cosine)), YOUR_STEP_DEGREES, abs_tol=1e-3)
-
-
 @settings(max_examples=40, deadline=None)
-@given(answer=real_number_forms(YOUR_STEP_DEGREES))
-def test_angle_accepts_every_numeric_form(answer):
-    assert verdict_of(lesson02.check_angle_your_step, answer).startswith(CORRECT)
-
-
-@settings(max_examples=40, deadline=None)
-@given(answer=real_number_forms(math.radians(YOUR_STEP_DEGREES)))
-def test_angle_in_radians_gets_the_conversion_hint_in_every_form(answer):
-    assert "rad2deg" in verdict_of(lesson02.check_angle_your_step, answer)
+@given(form=st.sampled_from([lambda v: torch.tensor(v), lambda v: torch.tensor(v, dtype=torch.float64), np.array, list,
+                             tuple, lambda v: [np.float32(x) for x in v], lambda v: torch.tensor([v]),
+                             lambda v: [torch.tensor(x) for x in v]]))
+def test_unseen_by_journey_accepts_every_form(form):
+    assert verdict_of(lesson02.check_unseen_by_journey, form(UNSEEN)).startswith(CORRECT)
 
 
 @settings(max_examples=60, deadline=None)
-@given(answer=st.one_of(any_wrong_type, st.floats(allow_nan=False, allow_infinity=False).filter(
-    lambda v: abs(v - YOUR_STEP_DEGREES) > 0.05)))
-def test_angle_answers_anything_else_with_a_bilingual_no(answer):
-    out = verdict_of(lesson02.check_angle_your_step, answer)
+@given(answer=any_wrong_type)
+def test_unseen_by_journey_answers_anything_else_with_a_bilingual_no(answer):
+    out = verdict_of(lesson02.check_unseen_by_journey, answer)
     assert is_bilingual_no(out), out
 
 
@@ -146,5 +161,5 @@ def test_rebuild_refuses_a_complex_matrix_whose_real_part_is_right(capsys):
 @settings(max_examples=40, deadline=None)
 @given(answer=plain_wrong_types)
 def test_plain_wrong_types_get_a_hint_not_an_error_report(answer):
-    for check in (lesson02.check_angle_your_step, lesson02.check_widest_pair, lesson02.check_rebuild_from_angles):
+    for check in (lesson02.check_unseen_by_journey, lesson02.check_widest_pair, lesson02.check_rebuild_from_angles):
         assert UNCHECKABLE not in verdict_of(check, answer)

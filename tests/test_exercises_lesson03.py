@@ -142,7 +142,8 @@ def test_any_return_value_gets_a_bilingual_no(result, exercise):
 @settings(max_examples=40, deadline=None)
 @given(answer=plain_wrong_types)
 def test_plain_wrong_types_get_a_hint_not_an_error_report(answer):
-    for check in (lesson03.check_stable_softmax, lesson03.check_softmax_rows, lesson03.check_scaled_context):
+    for check in (lesson03.check_stable_softmax, lesson03.check_softmax_rows, lesson03.check_scaled_context,
+                  lesson03.check_scaled_spread):
         assert UNCHECKABLE not in verdict_of(check, answer)
 
 
@@ -169,6 +170,21 @@ def test_softmax_rows(capsys):
     assert "ready-made softmax" in verdict(capsys)
     lesson03.check_softmax_rows(lambda s: stable_rows(s)[0])
     assert "same shape" in verdict(capsys)
+
+
+def test_softmax_rows_names_a_missing_keepdim(capsys):
+    def sum_without_keepdim(s):  # the review's slip: the sum drops the last dimension
+        exps = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+        return exps / exps.sum(dim=-1)
+
+    def max_without_keepdim(s):
+        exps = torch.exp(s - s.max(dim=-1).values)
+        return exps / exps.sum(dim=-1, keepdim=True)
+
+    for slip in (sum_without_keepdim, max_without_keepdim):
+        lesson03.check_softmax_rows(slip)
+        out = verdict(capsys)
+        assert out.startswith("❌") and "keepdim=True" in out and "形状对不上" in out and "could not be checked" not in out
 
 
 def test_scaled_context(capsys):
@@ -206,3 +222,37 @@ def test_unscaled_context_gets_its_hint_in_every_form(answer):
 @given(answer=any_wrong_type)
 def test_scaled_context_answers_any_wrong_type_with_a_bilingual_no(answer):
     assert is_bilingual_no(verdict_of(lesson03.check_scaled_context, answer))
+
+
+def largest_distance_by_hand(scale: float) -> float:
+    """The largest distance between two of the six context vectors, with plain Python loops."""
+    rows = au.example_inputs().double().tolist()
+    context = []
+    for q in rows:
+        scores = [sum(a * b for a, b in zip(q, k)) / scale for k in rows]
+        exps = [math.exp(s - max(scores)) for s in scores]
+        context.append([sum(e / sum(exps) * k[f] for e, k in zip(exps, rows)) for f in range(3)])
+    return max(math.dist(a, b) for a in context for b in context)
+
+
+def test_scaled_spread_prediction(capsys):
+    unscaled, scaled = largest_distance_by_hand(1.0), largest_distance_by_hand(math.sqrt(3))
+    assert scaled < unscaled  # the right prediction, measured independently: 0.0525 < 0.0860
+    for right in ("closer", "Closer", " closer together "):
+        lesson03.check_scaled_spread(right)
+        out = verdict(capsys)
+        assert "Correct" in out and f"{unscaled:.4f} to {scaled:.4f}" in out, out
+    for slip in ("further", "Farther apart"):
+        lesson03.check_scaled_spread(slip)
+        out = verdict(capsys)
+        assert "Not yet" in out and "T = sqrt(3) > 1" in out and "温度" in out
+    lesson03.check_scaled_spread(...)
+    assert "Replace the ..." in verdict(capsys)
+    lesson03.check_scaled_spread("nearer")
+    assert '"closer" or "further"' in verdict(capsys)
+
+
+@settings(max_examples=40, deadline=None)
+@given(answer=any_wrong_type)
+def test_scaled_spread_answers_any_wrong_type_with_a_bilingual_no(answer):
+    assert is_bilingual_no(verdict_of(lesson03.check_scaled_spread, answer))

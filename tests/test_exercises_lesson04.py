@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,22 +21,55 @@ def book_matrices():
     return torch.rand(3, 2), torch.rand(3, 2), torch.rand(3, 2)
 
 
-def test_step_context(capsys):
-    lesson04.check_step_context(...)
+# A hand-made answer, checked by hand: keys k = (x3, x2), queries q = (x1, x3 - x1). The query of "one",
+# (0.77, -0.67), scores the key of "Your", (0.89, 0.15), 0.5848, above every other key (journey -0.0594);
+# the query of "Your", (0.43, 0.46), scores "journey" (0.66, 0.87) 0.6840, above "starts" 0.6662 and "Your" 0.4517.
+W_QUERY = [[1.0, -1.0], [0.0, 0.0], [0.0, 1.0]]
+W_KEY = [[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+
+
+def test_one_way_by_hand():
+    x = au.example_inputs().double()
+    scores = (x @ torch.tensor(W_QUERY, dtype=torch.float64)) @ (x @ torch.tensor(W_KEY, dtype=torch.float64)).T
+    assert math.isclose(scores[4, 0].item(), 0.77 * 0.89 - 0.67 * 0.15, abs_tol=1e-4)
+    assert scores[4].argmax().item() == 0 and scores[0].argmax().item() == 1
+
+
+def test_one_way_accepts_the_two_matrices_in_every_form(capsys):
+    for form in (lambda m: m, torch.tensor, lambda m: torch.tensor(m, dtype=torch.float64), np.array,
+                 lambda m: torch.nn.Parameter(torch.tensor(m)), tuple):
+        lesson04.check_one_way(form(W_QUERY), form(W_KEY))
+        out = verdict(capsys)
+        assert "Correct" in out and "one-way" in out and "单向" in out, out
+
+
+def test_one_way_names_each_slip(capsys):
+    lesson04.check_one_way(...)
     assert "Not yet" in verdict(capsys)
-    lesson04.check_step_context(torch.tensor([0.3061, 0.8210]))  # journey's, not step's
-    assert "Not yet" in verdict(capsys)
+    lesson04.check_one_way(torch.tensor(W_QUERY).T, torch.tensor(W_KEY).T)  # nn.Linear's layout
+    out = verdict(capsys)
+    assert "Not yet" in out and "(2, 3)" in out and "x @ W_query" in out
+    lesson04.check_one_way(torch.zeros(3, 2), torch.zeros(3, 2))  # every weight 1/6: a tie
+    out = verdict(capsys)
+    assert "Not yet" in out and "tie" in out and "并列" in out
     torch.manual_seed(123)
-    v1 = au.SelfAttentionV1(3, 2)
-    lesson04.check_step_context(v1(au.example_inputs())[5])  # row 5 of the book's V1 output
-    assert "Correct" in verdict(capsys)
+    w_q, w_k = torch.rand(3, 2), torch.rand(3, 2)  # the lesson's matrices: every row's top key is journey
+    lesson04.check_one_way(w_q, w_k)
+    out = verdict(capsys)
+    assert "Not yet" in out and '"one" puts its largest weight on "journey"' in out
+    lesson04.check_one_way(torch.tensor(W_KEY), torch.tensor(W_QUERY))  # the two swapped
+    assert "Not yet" in verdict(capsys)
+    lesson04.check_one_way(torch.zeros(3, 3), torch.zeros(3, 2))
+    assert "(3, 2)" in verdict(capsys)
+    lesson04.check_one_way([[1, "a"], [0, 0], [0, 1]], W_KEY)
+    assert "two matrices of real numbers" in verdict(capsys)
 
 
 def test_checkers_leave_the_random_state_alone(capsys):
     torch.manual_seed(5)
     expected = torch.rand(3)
     torch.manual_seed(5)
-    lesson04.check_step_context(torch.zeros(2))
+    lesson04.check_one_way(torch.zeros(3, 2), torch.zeros(3, 2))
     lesson04.check_cross_weights(torch.zeros(3, 3))
     lesson04.check_v1_from_v2(torch.nn.Module())
     verdict(capsys)
@@ -48,7 +82,8 @@ def test_v1_from_v2(capsys):
     lesson04.check_v1_from_v2(...)
     assert "Not yet" in verdict(capsys)
     lesson04.check_v1_from_v2(sa_v2)  # V2 itself: nn.Linear layers, not tensors
-    assert "Not yet" in verdict(capsys)
+    out = verdict(capsys)
+    assert "Not yet" in out and "V2-style module" in out and "V2 式的模块" in out
 
     untransposed = torch.nn.Module()
     for name in ("W_query", "W_key", "W_value"):
@@ -77,7 +112,8 @@ def test_cross_weights(capsys):
     assert "Not yet" in verdict(capsys)
     unscaled = torch.softmax((x[3:] @ w_q) @ (x[:3] @ w_k).T, dim=-1)
     lesson04.check_cross_weights(unscaled)
-    assert "different values" in verdict(capsys)
+    out = verdict(capsys)
+    assert "unscaled" in out and "math.sqrt(d_k)" in out and "没有缩放" in out
     scaled = torch.softmax((x[3:] @ w_q) @ (x[:3] @ w_k).T / math.sqrt(2), dim=-1)
     lesson04.check_cross_weights(scaled)
     assert "Correct" in verdict(capsys)
@@ -87,13 +123,6 @@ def test_cross_weights(capsys):
 # Every form of a right answer, every wrong type (Hypothesis)
 
 
-def step_context_by_hand() -> torch.Tensor:
-    w_q, w_k, w_v = book_matrices()
-    x = au.example_inputs()
-    weights = torch.softmax((x[5] @ w_q) @ (x @ w_k).T / math.sqrt(2), dim=-1)
-    return weights @ (x @ w_v)
-
-
 def cross_weights_by_hand() -> torch.Tensor:
     w_q, w_k, _ = book_matrices()
     x = au.example_inputs()
@@ -101,9 +130,8 @@ def cross_weights_by_hand() -> torch.Tensor:
 
 
 @settings(max_examples=30, deadline=None)
-@given(context=tensor_forms(step_context_by_hand()), weights=tensor_forms(cross_weights_by_hand()))
-def test_tensor_answers_are_accepted_in_every_form(context, weights):
-    assert verdict_of(lesson04.check_step_context, context).startswith(CORRECT)
+@given(weights=tensor_forms(cross_weights_by_hand()))
+def test_tensor_answers_are_accepted_in_every_form(weights):
     assert verdict_of(lesson04.check_cross_weights, weights).startswith(CORRECT)
 
 
@@ -134,7 +162,7 @@ def test_a_v1_module_with_complex_weights_is_refused(capsys):
 
 
 @settings(max_examples=60, deadline=None)
-@given(answer=any_wrong_type, check=st.sampled_from(["check_step_context", "check_v1_from_v2", "check_cross_weights"]))
+@given(answer=any_wrong_type, check=st.sampled_from(["check_one_way", "check_v1_from_v2", "check_cross_weights"]))
 def test_any_wrong_type_gets_a_bilingual_no(answer, check):
     out = verdict_of(getattr(lesson04, check), answer)
     assert is_bilingual_no(out), out
@@ -143,5 +171,5 @@ def test_any_wrong_type_gets_a_bilingual_no(answer, check):
 @settings(max_examples=40, deadline=None)
 @given(answer=plain_wrong_types)
 def test_plain_wrong_types_get_a_hint_not_an_error_report(answer):
-    for check in (lesson04.check_step_context, lesson04.check_v1_from_v2, lesson04.check_cross_weights):
+    for check in (lesson04.check_one_way, lesson04.check_v1_from_v2, lesson04.check_cross_weights):
         assert UNCHECKABLE not in verdict_of(check, answer)

@@ -45,8 +45,14 @@ def test_dropout_function(capsys):
 
     lesson06.check_dropout_function(right_dropout)
     assert "Correct" in verdict(capsys)
-    lesson06.check_dropout_function(lambda x, p: torch.nn.functional.dropout(x, p, training=True))
-    assert "Correct" in verdict(capsys)
+    # the review's loophole: torch's own dropout, under any name, draws the mask for the learner
+    for ready_made in (lambda x, p: torch.nn.functional.dropout(x, p, training=True),
+                       lambda x, p: torch.nn.Dropout(p)(x), lambda x, p: torch.dropout(x, p, True),
+                       lambda x, p: x * torch.bernoulli(torch.full_like(x, 1 - p)) / (1 - p),
+                       lambda x, p: x * torch.empty_like(x).bernoulli_(1 - p) / (1 - p)):
+        lesson06.check_dropout_function(ready_made)
+        out = verdict(capsys)
+        assert out.startswith("❌") and "torch.rand_like(x) >= p" in out and "现成的 dropout" in out, out
 
 
 def test_checker_leaves_the_random_stream_alone(capsys):
@@ -101,6 +107,10 @@ def test_zero_row_probability(capsys):
     assert "Not yet" in out and "SURVIVES" in out
     lesson06.check_zero_row_probability(torch.full((6,), 0.2))
     assert "Not yet" in verdict(capsys)
+    for one_short in (0.2 ** torch.arange(0, 6), [0.2 ** t for t in range(6)], np.array([0.2 ** t for t in range(6)])):
+        lesson06.check_zero_row_probability(one_short)  # the review's slip: p^t instead of p^(t+1)
+        out = verdict(capsys)
+        assert "Not yet" in out and "t + 1" in out and "指数少了 1" in out, out
     lesson06.check_zero_row_probability(torch.tensor([0.2, 0.04, 0.008, 0.0016, 0.00032, 0.000064]))
     assert "Correct" in verdict(capsys)
 
@@ -124,11 +134,10 @@ ZERO_ROWS = torch.tensor([0.2 ** (t + 1) for t in range(6)], dtype=torch.float64
 
 RIGHT_DROPOUTS = [
     right_dropout,
-    lambda x, p: torch.nn.functional.dropout(x, p, training=True),
     lambda x, p: x.double() * (torch.rand_like(x) >= p) / (1 - p),  # the review's float64 case
     lambda x, p: (x * (torch.rand_like(x) >= p) / (1 - p)).numpy(),
     lambda x, p: torch.where(torch.rand_like(x) < p, torch.zeros_like(x), x / (1 - p)),
-    lambda x, p: x * torch.bernoulli(torch.full_like(x, 1 - p)) / (1 - p),
+    lambda x, p: x * (torch.rand(x.shape) >= p).float() / (1 - p),  # rand of the same shape does the same
 ]
 
 

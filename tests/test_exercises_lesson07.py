@@ -1,12 +1,13 @@
-"""Lesson 7 checkers accept right answers in any form and explain typical wrong ones (reshapes, parameter count)."""
+"""Lesson 7 checkers accept right answers in any form and explain typical wrong ones (reshapes, hand-set heads)."""
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_exercises import CORRECT, NOT_YET, any_wrong_type, is_bilingual_no, tensor_forms, verdict_of, whole_number_forms
+from test_exercises import CORRECT, any_wrong_type, is_bilingual_no, tensor_forms, verdict_of
 
+import attention_utils as au
 from attention_utils.exercises import lesson07
 
 
@@ -46,20 +47,45 @@ def test_merge_heads(capsys):
     assert "Correct" in verdict(capsys)
 
 
-def test_parameter_count(capsys):
-    lesson07.check_parameter_count(...)
+def hand_set(head_0_back: int, head_1_back: int, strength: float = 5.0) -> "au.MultiHeadAttention":
+    """Two heads over one-hot positions whose key j answers "j + back": each query finds the token `back` before it.
+
+    Written here without the checker: the key matrix of each head has ones on the diagonal `back` below the main one.
+    """
+    module = au.MultiHeadAttention(6, 12, 6, 0.0, num_heads=2)
+    with torch.no_grad():
+        keys = [torch.diag(torch.ones(6 - abs(b)), diagonal=-b) for b in (head_0_back, head_1_back)]
+        module.W_query.weight.copy_(strength * torch.cat([torch.eye(6), torch.eye(6)]))
+        module.W_key.weight.copy_(strength * torch.cat(keys))
+        module.W_value.weight.copy_(torch.cat([torch.eye(6), torch.eye(6)]))
+    return module
+
+
+def test_hand_set_heads_by_hand():
+    with torch.no_grad():
+        _, weights = hand_set(2, 1)(torch.eye(6)[None], return_weights=True)
+    assert weights[0, 0, 5, 3] > 0.99 and weights[0, 1, 5, 4] > 0.99  # "step" (5): head 0 on "with" (3), head 1 on "one" (4)
+
+
+def test_looks_back(capsys):
+    lesson07.check_looks_back(...)
     assert "Not yet" in verdict(capsys)
-    lesson07.check_parameter_count(4 * 512 * 512 + 4 * 512)  # counted qkv biases that are not there
+    lesson07.check_looks_back(hand_set(2, 1))
     out = verdict(capsys)
-    assert "Not yet" in out and "qkv_bias=False" in out
-    lesson07.check_parameter_count(4 * 512 * 512)  # forgot out_proj's bias
-    assert "Not yet" in verdict(capsys)
-    lesson07.check_parameter_count("1049088")
-    assert "Not yet" in verdict(capsys)
-    lesson07.check_parameter_count(1_049_088)  # 4 * 512 * 512 + 512, by hand
-    assert "Correct" in verdict(capsys)
-    lesson07.check_parameter_count(1_049_088.0)
-    assert "Correct" in verdict(capsys)
+    assert "Correct" in out and "头 0 看前两个词元" in out
+    lesson07.check_looks_back(hand_set(1, 2))  # the two heads swapped
+    out = verdict(capsys)
+    assert "Not yet" in out and "swapped" in out and "弄反了" in out
+    lesson07.check_looks_back(hand_set(-2, 1))  # the diagonal moved up: key j answers "j - 2", a later token
+    out = verdict(capsys)
+    assert "Not yet" in out and "Head 0 should look 2" in out and "down, not up" in out
+    lesson07.check_looks_back(hand_set(2, 1, strength=0.5))  # the right way, but a soft softmax
+    out = verdict(capsys)
+    assert "Not yet" in out and "weakly" in out
+    lesson07.check_looks_back(au.MultiHeadAttention(6, 12, 6, 0.0, num_heads=3))
+    assert "2 heads" in verdict(capsys)
+    lesson07.check_looks_back(torch.eye(6))
+    assert "the module itself" in verdict(capsys)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,7 +96,6 @@ FEW = settings(max_examples=30, deadline=None)
 SPLIT = torch.tensor([[[[0, 1, 2, 3], [12, 13, 14, 15]], [[4, 5, 6, 7], [16, 17, 18, 19]],
                        [[8, 9, 10, 11], [20, 21, 22, 23]]]])
 MERGED = torch.tensor([[[0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19], [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23]]])
-PARAMETERS = 1_049_088  # 4 * 512 * 512 + 512
 
 
 def shuffled(tensor: torch.Tensor, seed: int) -> torch.Tensor:
@@ -103,25 +128,6 @@ def test_heads_refuse_the_numbers_in_another_order_and_any_wrong_type(check, rig
 
 
 @FEW
-@given(answer=whole_number_forms(PARAMETERS))
-def test_parameter_count_accepts_every_form(answer):
-    assert verdict_of(lesson07.check_parameter_count, answer).startswith(CORRECT)
-
-
-@FEW
-@given(answer=st.one_of(st.integers(-2**31, 2**31 - 1).filter(lambda n: n != PARAMETERS).flatmap(whole_number_forms),
-                        st.floats(allow_nan=True).filter(lambda v: v != PARAMETERS)))
-def test_parameter_count_refuses_any_other_number(answer):
-    assert is_bilingual_no(verdict_of(lesson07.check_parameter_count, answer))
-
-
-@FEW
 @given(answer=any_wrong_type)
-def test_parameter_count_answers_any_wrong_type_with_a_bilingual_no(answer):
-    assert is_bilingual_no(verdict_of(lesson07.check_parameter_count, answer))
-
-
-def test_parameter_count_of_two_numbers_is_a_verdict(capsys):
-    lesson07.check_parameter_count(torch.tensor([786432, 262656]))  # the review's case: the parts, not the sum
-    out = verdict(capsys)
-    assert out.startswith(NOT_YET) and "whole number" in out
+def test_looks_back_answers_any_wrong_type_with_a_bilingual_no(answer):
+    assert is_bilingual_no(verdict_of(lesson07.check_looks_back, answer))

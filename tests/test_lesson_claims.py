@@ -68,10 +68,10 @@ def test_lesson06_book_mask_first_row(dropout):
 
 
 def test_lesson06_this_machine_draws_the_book_mask(dropout):
-    """The text says the machine that ran the lesson gives the book's mask; the stored line must say True."""
+    """The text says the machine that stored the outputs drew the book's mask; the stored line must say True."""
     assert printed(r"nn\.Dropout on this computer draws the book's mask: (\w+)", stored_text(dropout))[1] == "True"
-    assert quoted(r"its `nn\.Dropout` gives the book's mask", prose(dropout, "en"))
-    assert quoted(r"它的 `nn\.Dropout` 给出的就是书中的掩码", prose(dropout, "zh"))
+    assert quoted(r"its `nn\.Dropout` drew the book's mask", prose(dropout, "en"))
+    assert quoted(r"它的 `nn\.Dropout` 抽出的就是书中的掩码", prose(dropout, "zh"))
 
 
 def test_lesson06_hand_drawn_count(dropout):

@@ -33,12 +33,14 @@ def attention_pipeline() -> plt.Figure:
         (weights, text("attention weights\nA = softmax(X Xᵀ), row by row", "注意力权重\nA = softmax(X Xᵀ)，逐行计算"), TOKENS),
         (weights @ inputs, text("context vectors\nZ = A X", "上下文向量\nZ = A X"), ["z₁", "z₂", "z₃"]),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(12.5, 5), layout="constrained",
+    fig, axes = plt.subplots(1, 4, figsize=(12.5, 5.5), layout="constrained",
                              gridspec_kw={"width_ratios": [3, 6, 6, 3]})
     for ax, (matrix, title, columns) in zip(axes, panels):
-        ax.imshow(matrix.numpy(), cmap="Blues")
+        # weights on the fixed 0-1 scale that lessons 3 and 4 teach, so near-even weights look near-even
+        low, high = (0.0, 1.0) if matrix is weights else (matrix.min().item(), matrix.max().item())
+        image = ax.imshow(matrix.numpy(), cmap="Blues", vmin=low, vmax=high)
+        fig.colorbar(image, ax=ax, location="bottom", shrink=0.8)  # each panel says what its colours mean
         rows, cols = matrix.shape
-        low, high = matrix.min().item(), matrix.max().item()
         for i in range(rows):
             for j in range(cols):
                 value = matrix[i, j].item()

@@ -10,9 +10,41 @@ import torch
 from ..data import TOKENS, example_inputs
 from . import as_real_number, check_tensor_answer, checker, feedback, missing
 
-# Plain Python lists on which the learner's dot(a, b) is tried: `@` and torch.dot need tensors, so
-# only a loop (or sum over zip) gets through, and the lengths 3 and 4 catch a loop fixed at range(3).
+# Plain Python lists on which the learner's dot(a, b) is tried: `@` and torch.dot need tensors, and the lengths
+# 3 and 4 catch a loop fixed at range(3).
 TRIALS = (([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]), ([0.5, -1.0, 2.0, 4.0], [2.0, 3.0, -0.5, 0.25]))
+
+
+class Entry:
+    """A number that can only be multiplied and added: a loop handles it, np.dot, torch.dot and torch.tensor cannot.
+
+    Only a result (a product or a sum) turns into a float, so a loop may return float(total), while a ready-made
+    product that converts the entries themselves fails.
+    """
+
+    __slots__ = ("value", "is_result")
+
+    def __init__(self, value: float, is_result: bool = False) -> None:
+        self.value, self.is_result = value, is_result
+
+    def __mul__(self, other: object) -> Entry:
+        return Entry(self.value * other.value, True) if isinstance(other, Entry) else NotImplemented
+
+    def __add__(self, other: object) -> Entry:
+        if isinstance(other, Entry):
+            return Entry(self.value + other.value, True)
+        plain = isinstance(other, (int, float)) and not isinstance(other, bool)
+        return Entry(self.value + other, True) if plain else NotImplemented  # a loop's total may start at 0 or 0.0
+
+    __radd__ = __add__
+
+    def __float__(self) -> float:
+        if not self.is_result:
+            raise TypeError("an entry of the vector cannot be converted, only multiplied and added")
+        return float(self.value)
+
+    def __array__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("an Entry is not an array")  # numpy would otherwise wrap it in an object array
 
 
 def _size(answer: object) -> int | None:
@@ -76,6 +108,20 @@ def check_dot_loop(dot: object) -> None:
                                    "matching entries (all of them, however long the vectors are) and add the products.",
                             f"dot({a}, {b}) 应为 {expected:.4f}，你的结果是 {value:.4f}。请把每一对对应元素相乘"
                             "（不管向量有多长，一个都不能漏），再把乘积加起来。")
+    entries = [Entry(x) for x in step], [Entry(y) for y in one]
+    try:
+        result = dot(*entries)
+    except Exception:  # noqa: BLE001 - np.dot, torch.dot, @ and float() all fail on Entry, each in its own way
+        result = None
+    value = result.value if isinstance(result, Entry) else one_number(result)
+    if value is None or not math.isclose(value, expected, abs_tol=1e-4):
+        return feedback(False, "Your function is right on lists of floats, but not on entries that can only be multiplied "
+                               "and added: it hands the work to a ready-made product (np.dot, torch.dot, @) or turns "
+                               "the entries into a tensor or an array. Write the loop: multiply matching entries, add "
+                               "the products, and return the total (float(total) is fine).",
+                        "你的函数对浮点数列表算得对，但换成只能相乘和相加的元素就不行了：它把计算交给了现成的乘积"
+                        "（np.dot、torch.dot、@），或者先把元素变成了张量或数组。请自己写循环：把对应元素相乘，"
+                        "把乘积加起来，返回总和（写成 float(total) 也可以）。")
     feedback(True, f"Your loop works on any length; step · one = {expected:.4f}.",
              f"你的循环适用于任意长度的向量；step · one = {expected:.4f}。")
 

@@ -8,8 +8,8 @@ import math
 import torch
 
 from ..data import TOKENS, example_inputs
-from . import as_real_tensor, checker, feedback, has_form, missing
-from .lesson01 import one_number, token_names
+from . import as_real_number, as_real_tensor, checker, feedback, has_form, missing
+from .lesson01 import token_names
 
 
 def _degrees(i: int, j: int) -> float:
@@ -20,25 +20,60 @@ def _degrees(i: int, j: int) -> float:
     return math.degrees(math.acos(max(-1.0, min(1.0, cosine))))
 
 
+def _three_numbers(answer: object) -> torch.Tensor | None:
+    """The answer as a float64 tensor of three finite real numbers: a tensor, an array, a list or a tuple; else None."""
+    if isinstance(answer, (list, tuple)):
+        values = [as_real_number(value) for value in answer]
+        if any(value is None for value in values):
+            return None
+        answer = torch.tensor(values, dtype=torch.float64)
+    vector = as_real_tensor(answer)
+    if vector is None or vector.numel() != 3 or not torch.isfinite(vector).all():
+        return None
+    return vector.reshape(3)
+
+
 @checker
-def check_angle_your_step(answer: object) -> None:
-    """The angle between "Your" and "step", in degrees."""
-    expected = _degrees(0, 5)
+def check_unseen_by_journey(answer: object) -> None:
+    """A vector of length 1 that scores 0 against "journey" and more than 0 against "one"."""
     if missing(answer):
         return
-    value = one_number(answer)
-    if value is None:
-        return feedback(False, "Give one real number (a float or a 0-d tensor), in degrees.",
-                        "请给出一个实数（浮点数或 0 维张量），单位是度。")
-    if abs(value - expected) < 0.05:
-        return feedback(True, f'The angle between "Your" and "step" is {expected:.2f}°.', f"“Your”与“step”的夹角是 {expected:.2f}°。")
-    if abs(value - math.radians(expected)) < 1e-3:
-        return feedback(False, "That is the angle in radians; convert it with torch.rad2deg (or multiply by 180/π).",
-                        "这是弧度值；请用 torch.rad2deg 转换（或乘以 180/π）。")
-    if abs(value - math.cos(math.radians(expected))) < 1e-3:
-        return feedback(False, "That is the cosine; take its arccos to get the angle.", "这是余弦值；再取 arccos 才是夹角。")
-    feedback(False, "Divide the dot product by both lengths, take arccos, then convert to degrees.",
-             "先用点积除以两个向量的长度，再取 arccos，最后换算成度。")
+    vector = _three_numbers(answer)
+    if vector is None:
+        return feedback(False, "Answer with three real numbers: a tensor, an array or a list such as [0.5, -0.5, 0.0].",
+                        "答案请写成三个实数：张量、数组或列表都可以，例如 [0.5, -0.5, 0.0]。")
+    journey, one = example_inputs().double()[1], example_inputs().double()[4]
+    rest = one - (one @ journey) / (journey @ journey) * journey  # what is left of one without its shadow on journey
+    best = rest.norm().item()  # the highest score against one that a unit vector perpendicular to journey can reach
+    length, against_journey, against_one = vector.norm().item(), (vector @ journey).item(), (vector @ one).item()
+    if length < 1e-9:
+        return feedback(False, 'The zero vector scores 0 against everything, "one" included, and has no length to scale.',
+                        "零向量与任何向量的点积都是 0，与“one”也一样，而且它没有长度可以缩放。")
+    if abs(against_journey) > 1e-3:
+        shadow = against_journey / journey.norm().item()
+        return feedback(False, f'Your vector scores {against_journey:.4f} against "journey", not 0: its shadow on '
+                               f'"journey" is {shadow:.4f} long. Take the whole shadow away, v - (v·j / j·j) j, and '
+                               'what is left is perpendicular to "journey".',
+                        f"你的向量与“journey”的点积是 {against_journey:.4f}，不是 0：它在“journey”上的影子长 "
+                        f"{shadow:.4f}。把整个影子减掉，v - (v·j / j·j) j，剩下的部分就与“journey”垂直了。")
+    if abs(length - 1) > 1e-3:
+        return feedback(False, f'Perpendicular to "journey", but its length is {length:.4f}, not 1: divide it by its own '
+                               "length, v / v.norm().",
+                        f"它与“journey”垂直，但长度是 {length:.4f}，不是 1：请除以它自己的长度，v / v.norm()。")
+    if abs(against_one) <= 1e-3:
+        return feedback(False, 'It scores 0 against "one" as well: it is perpendicular to both (a cross product is). Keep '
+                               'some of "one" in it: start from "one" and take away only its shadow on "journey".',
+                        "它与“one”的点积也是 0：它同时垂直于两者（叉积就是这样）。要保留一部分“one”：从“one”出发，"
+                        "只减掉它在“journey”上的影子。")
+    if against_one < 0:
+        return feedback(False, f'It scores {against_one:.4f} against "one", below 0. Flip its sign (-v): it stays '
+                               'perpendicular to "journey" and keeps length 1.',
+                        f"它与“one”的点积是 {against_one:.4f}，小于 0。把它取反（-v）：它仍然与“journey”垂直，长度仍然是 1。")
+    feedback(True, f'Length 1, score 0 against "journey" and {against_one:.4f} against "one". No such vector scores more '
+                   f'than {best:.4f} against "one": that is what is left of "one" without its shadow on "journey", '
+                   "scaled to length 1.",
+             f"长度为 1，与“journey”的点积为 0，与“one”的点积为 {against_one:.4f}。这类向量与“one”的点积最多是 "
+             f"{best:.4f}：那就是“one”去掉它在“journey”上的影子之后剩下的部分，再缩放到长度 1。")
 
 
 @checker

@@ -81,9 +81,11 @@ def _run_learner_softmax(softmax: Callable, scores: list) -> torch.Tensor | str:
     try:
         with watch:
             result = softmax(torch.tensor(scores))
-    except Exception:
+    except Exception as error:
         if watch.used:
             return "shortcut"
+        if isinstance(error, RuntimeError) and "must match the size of tensor" in str(error):
+            return "keepdim"  # a max or sum over dim=-1 without keepdim no longer lines up with the rows
         raise  # @checker reports the learner's own error
     if watch.used:
         return "shortcut"
@@ -102,6 +104,11 @@ PROBLEMS = {
                  "the package's): write it with torch.exp, a maximum and a sum.",
                  "你的函数调用了现成的 softmax（torch.softmax、F.softmax、.softmax、nn.Softmax 或辅助包里的）："
                  "请用 torch.exp、最大值和求和自己写。"),
+    "keepdim": ("Your function fails with a size mismatch: a max or a sum over dim=-1 drops that dimension, so the "
+                "result no longer lines up with the rows. Add keepdim=True: s.max(dim=-1, keepdim=True).values and "
+                "exps.sum(dim=-1, keepdim=True).",
+                "你的函数因为形状对不上而出错：在 dim=-1 上取最大值或求和，会把这个维度去掉，结果就和各行对不齐了。"
+                "请加上 keepdim=True：s.max(dim=-1, keepdim=True).values 和 exps.sum(dim=-1, keepdim=True)。"),
     "none": ("Your function returns None: finish it and return the weights.", "你的函数返回了 None：请把它写完，并返回权重。"),
     "real": ("Your function should return the weights as a tensor of real numbers.",
              "你的函数应该以实数张量的形式返回权重。"),
@@ -190,3 +197,34 @@ def check_scaled_context(answer: object) -> None:
         return feedback(False, "These are the unscaled context vectors: divide the scores by math.sqrt(3) before the softmax.",
                         "这是未缩放的上下文向量：请在 softmax 之前把分数除以 math.sqrt(3)。")
     check_tensor_answer(answer, expected, "The matrix of scaled context vectors", "缩放后的上下文向量矩阵")
+
+
+def _largest_distance(context: torch.Tensor) -> float:
+    """The largest distance between two of the context vectors (rows)."""
+    return torch.cdist(context, context).max().item()
+
+
+@checker
+def check_scaled_spread(prediction: object) -> None:
+    """The prediction, made before computing: scaling by 1/sqrt(3) brings the six context vectors closer together."""
+    if missing(prediction):
+        return
+    words = prediction.strip().lower().split() if isinstance(prediction, str) else []
+    if not words or words[0] not in ("closer", "further", "farther"):
+        return feedback(False, 'Answer with one word in quotes: "closer" or "further".',
+                        "请用一个英文单词作答，写成字符串：closer（更近）或 further（更远）。")
+    x = example_inputs().double()
+    spreads = [_largest_distance(torch.softmax(x @ x.T / scale, dim=-1) @ x) for scale in (1.0, math.sqrt(3))]
+    measured = f"the largest distance between two context vectors goes from {spreads[0]:.4f} to {spreads[1]:.4f}"
+    measured_zh = f"两个上下文向量之间的最大距离从 {spreads[0]:.4f} 变为 {spreads[1]:.4f}"
+    if words[0] == "closer":
+        return feedback(True, f"Closer: dividing by sqrt(3) is a temperature above 1, so every row of weights moves towards "
+                              f"1/6 and every context vector towards the plain average of the six arrows; {measured}.",
+                        f"更近：除以 sqrt(3) 相当于温度大于 1，每一行权重都向 1/6 靠拢，每个上下文向量也都向六支箭头的"
+                        f"简单平均靠拢；{measured_zh}。")
+    feedback(False, "Not further: dividing the scores by sqrt(3) is a temperature T = sqrt(3) > 1, which flattens every "
+                    "row of weights towards 1/6. What happens to six weighted averages whose weights all move towards "
+                    "the same even mix?",
+             "不是更远：把分数除以 sqrt(3) 相当于温度 T = sqrt(3) > 1，会把每一行权重都压向 1/6。"
+             "六个加权平均的权重都向同一个平均分配靠拢时，它们彼此之间会怎样？")
+

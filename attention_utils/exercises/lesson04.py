@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from ..data import example_inputs
+from ..data import TOKENS, example_inputs
 from . import as_real_tensor, check_tensor_answer, checker, feedback, missing
 
 
@@ -28,13 +28,56 @@ def _attend(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> 
     return weights @ values, weights
 
 
+def _matrix(answer: object) -> torch.Tensor | None:
+    """A tensor, an array or a nested list of real numbers as a float64 tensor; None for anything else."""
+    if isinstance(answer, (list, tuple)):
+        try:
+            answer = torch.tensor(answer, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    matrix = as_real_tensor(answer)
+    return matrix if matrix is not None and torch.isfinite(matrix).all() else None
+
+
 @checker
-def check_step_context(answer: object) -> None:
-    """The context vector of "step" (the sixth token) with the step-by-step matrices."""
-    x = example_inputs()
-    w_q, w_k, w_v = _book_matrices()
-    context, _ = _attend(x[5] @ w_q, x @ w_k, x @ w_v)
-    check_tensor_answer(answer, context, "The context vector of 'step'", "“step”的上下文向量")
+def check_one_way(w_query: object, w_key: object = None) -> None:
+    """Hand-set W_query and W_key (3 x 2): "one" weighs "Your" most, while "Your" weighs "journey" most."""
+    if missing(w_query) or missing(w_key):
+        return
+    matrices = [_matrix(w) for w in (w_query, w_key)]
+    if any(m is None for m in matrices):
+        return feedback(False, "Give two matrices of real numbers, W_query and W_key: check.check_one_way(W_query_mine, "
+                               "W_key_mine).",
+                        "请给出两个由实数组成的矩阵 W_query 和 W_key：check.check_one_way(W_query_mine, W_key_mine)。")
+    shapes = [tuple(m.shape) for m in matrices]
+    if any(shape == (2, 3) for shape in shapes):
+        return feedback(False, "A matrix has shape (2, 3), nn.Linear's layout. Here the queries are x @ W_query, so each "
+                               "matrix is (3, 2): one row per input feature.",
+                        "有一个矩阵的形状是 (2, 3)，这是 nn.Linear 的存储方式。这里查询是 x @ W_query，所以每个矩阵都是 "
+                        "(3, 2)：每个输入特征一行。")
+    if any(shape != (3, 2) for shape in shapes):
+        return feedback(False, f"Each matrix should have shape (3, 2), got {shapes}.", f"每个矩阵的形状都应为 (3, 2)，你的是 {shapes}。")
+    x = example_inputs().double()
+    _, weights = _attend(x @ matrices[0], x @ matrices[1], x)
+    your, journey, one = TOKENS.index("Your"), TOKENS.index("journey"), TOKENS.index("one")
+    for row in (one, your):
+        top = weights[row].max()
+        if (weights[row] > top - 1e-6).sum() > 1:
+            return feedback(False, f'Several keys tie for the largest weight of "{TOKENS[row]}" ({top:.4f}): make one of '
+                                   "them stand out.",
+                            f"“{TOKENS[row]}”这一行有几个键并列最大权重（{top:.4f}）：请让其中一个明显更大。")
+    picks = {row: TOKENS[int(weights[row].argmax())] for row in (one, your)}
+    if picks[one] == "Your" and picks[your] == "journey":
+        return feedback(True, f'"one" puts its largest weight on "Your" ({weights[one, your]:.4f}) and "Your" on "journey" '
+                              f'({weights[your, journey]:.4f}): a one-way relation, since "Your" does not answer "one" '
+                              f"({weights[your, one]:.4f}).",
+                        f"“one”把最大的权重给了“Your”（{weights[one, your]:.4f}），“Your”把最大的权重给了“journey”"
+                        f"（{weights[your, journey]:.4f}）：这是单向的关系，因为“Your”并不回应“one”（{weights[your, one]:.4f}）。")
+    feedback(False, f'With your matrices "one" puts its largest weight on "{picks[one]}" and "Your" on "{picks[your]}". '
+                    'Choose what each key offers first (which features make the key of "Your" and of "journey" stand '
+                    "out?), then let each query ask for the feature its target offers.",
+             f"用你的矩阵，“one”把最大的权重给了“{picks[one]}”，“Your”给了“{picks[your]}”。先想好每个键提供什么"
+             "（哪些特征能让“Your”和“journey”的键突出？），再让每个查询去找它的目标所提供的那个特征。")
 
 
 def _linear_weights_789() -> list[torch.Tensor]:
@@ -50,6 +93,11 @@ def check_v1_from_v2(answer: object) -> None:
     if missing(answer):
         return
     names = ("W_query", "W_key", "W_value")
+    if all(isinstance(getattr(answer, name, None), nn.Linear) for name in names):
+        return feedback(False, "That is a V2-style module (its W_query is an nn.Linear layer). Build a new SelfAttentionV1 "
+                               "and copy each layer's weight of sa_v2 into it, transposed.",
+                        "你交的是一个 V2 式的模块（它的 W_query 是 nn.Linear 层）。请新建一个 SelfAttentionV1，"
+                        "把 sa_v2 每一层的 weight 转置后复制进去。")
     if not all(isinstance(getattr(answer, name, None), torch.Tensor) for name in names):
         return feedback(False, "Give the module itself: it needs tensors W_query, W_key and W_value, like SelfAttentionV1.",
                         "请给出模块本身：它需要像 SelfAttentionV1 那样带有 W_query、W_key、W_value 三个张量。")
@@ -84,4 +132,10 @@ def check_cross_weights(answer: object) -> None:
     x = example_inputs()
     w_q, w_k, w_v = _book_matrices()
     _, weights = _attend(x[3:] @ w_q, x[:3] @ w_k, x[:3] @ w_v)
+    unscaled = torch.softmax((x[3:] @ w_q) @ (x[:3] @ w_k).T, dim=-1)
+    given = as_real_tensor(answer)
+    if given is not None and given.shape == unscaled.shape and torch.allclose(given, unscaled.double(), atol=1e-4):
+        return feedback(False, "These are the unscaled weights: divide the scores by math.sqrt(d_k) (here d_k = 2) "
+                               "before the softmax.",
+                        "这是没有缩放的结果：softmax 之前要把分数除以 math.sqrt(d_k)（这里 d_k = 2）。")
     check_tensor_answer(answer, weights, "The matrix of cross-attention weights", "交叉注意力权重矩阵")

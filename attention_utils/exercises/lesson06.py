@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..data import example_batch
 from ..functional import causal_mask
@@ -10,6 +13,23 @@ from ..modules import CausalAttention
 from . import as_real_number, as_real_tensor, check_tensor_answer, checker, feedback, has_form, missing
 
 P = 0.2  # the rate exercises 1 and 3 use
+
+# Torch functions that draw a dropout mask for the learner (F.dropout and nn.Dropout, dropout1d, alpha_dropout,
+# torch.bernoulli, .bernoulli_): exercise 1 asks for the mask built from torch.rand_like instead.
+READY_MADE = re.compile(r"dropout|bernoulli")
+
+
+class _DropoutWatch(TorchFunctionMode):
+    """While active, notes whether any ready-made dropout or Bernoulli draw is called, under whatever name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if READY_MADE.search(getattr(func, "__name__", "")):
+            self.used = True
+        return func(*args, **(kwargs or {}))
 
 
 @checker
@@ -20,12 +40,20 @@ def check_dropout_function(answer: object) -> None:
     if not callable(answer):
         return feedback(False, "Give the function itself: my_dropout, without parentheses.",
                         "请传入函数本身：写 my_dropout，不要加括号。")
+    watch = _DropoutWatch()
     with torch.random.fork_rng(devices=[]):  # leave the learner's random stream as it was
         torch.manual_seed(0)
         x = torch.rand(200, 500) + 0.5  # positive values, so a kept entry is never 0
         original = x.clone()
-        y = answer(x, P)  # an error in the learner's code: @checker names it
-        y_zero = answer(x, 0.0)
+        with watch:
+            y = answer(x, P)  # an error in the learner's code: @checker names it
+            y_zero = answer(x, 0.0)
+    if watch.used:
+        return feedback(False, "Your function calls torch's own dropout (F.dropout, nn.Dropout, torch.bernoulli or "
+                               ".bernoulli_), which draws the mask for you: build the mask yourself from "
+                               "torch.rand_like(x) >= p.",
+                        "你的函数调用了 torch 现成的 dropout（F.dropout、nn.Dropout、torch.bernoulli 或 .bernoulli_），"
+                        "掩码是它替你抽的：请自己用 torch.rand_like(x) >= p 构造掩码。")
     if y is None:
         return feedback(False, "my_dropout returns nothing yet: replace the ... with your code and `return` the result.",
                         "my_dropout 还没有返回任何东西：请把 ... 换成你的代码，并用 return 返回结果。")
@@ -116,4 +144,8 @@ def check_zero_row_probability(answer: object) -> None:
     if given is not None and given.shape == expected.shape and torch.allclose(given, (1 - P) ** visible, atol=1e-6):
         return feedback(False, "That is the probability that every weight in the row SURVIVES. A zero row needs every "
                         "weight dropped.", "这是整行权重全部被保留的概率。整行为 0 需要每个权重都被丢弃。")
+    if given is not None and given.shape == expected.shape and torch.allclose(given, P ** (visible - 1), atol=1e-6):
+        return feedback(False, "One power short: the query at index t sees t + 1 keys (itself included), so its row is "
+                               "all zero with probability p to the power t + 1.",
+                        "指数少了 1：索引为 t 的查询能看到 t + 1 个键（包括它自己），所以整行为 0 的概率是 p 的 t + 1 次方。")
     check_tensor_answer(answer, expected, "Your probability tensor", "你给出的概率", atol=1e-6)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 
 QUERIES_NOT_KEYS = ("Padding must be hidden as keys (the last dimension), not as queries.",
-                    "要遮住的是作为键的填充词元（最后一维），而不是作为查询的。")
+                    "要遮住的是作为键的填充词元（最后一个维度），而不是作为查询的。")
 WHOLE_PAD_ROWS = ("Hide only the pad keys (the last dimension). Hiding the pad queries' rows as well leaves those rows "
-                  "no key to see, and a plain softmax turns such a row into NaN (the empty rows of lesson 5).",
-                  "只遮住作为键的填充词元（最后一维）。把填充查询的整行也遮住，这些行就一个键都看不到了，"
-                  "普通的 softmax 会把这样的行变成 NaN（就是第 5 课里那些全空的行）。")
+                  "no key to see, and a plain softmax turns such a row into NaN.",
+                  "只遮住作为键的填充词元（最后一个维度）。把填充查询的整行也遮住，这些行就一个键都看不到了，"
+                  "普通的 softmax 会把这样的行变成 NaN。")
 
 
 def padding_slip(hide: torch.Tensor, causal: torch.Tensor, is_pad: torch.Tensor) -> tuple[str, str] | None:

@@ -56,6 +56,7 @@ def draw_shadow(a: torch.Tensor, b: torch.Tensor, labels: Sequence[str]) -> Figu
         if k == 2:  # face on, the angle label would cross the shadow: let it grow to the left instead
             next(t for t in ax.texts if t.get_text().startswith("θ")).set_horizontalalignment("right")
     ax.set_axis_off()  # the face-on view needs no box
+    ax.set_zorder(-1)  # drawn first, so its empty margin no longer covers the first panel's "feature 3" label
     return fig
 
 
