@@ -86,7 +86,10 @@ Files (`path` of read_gguf): None (lesson 13's model), a str or os.PathLike nami
 Saved results (`load_saved` and the tables and figures that read `make bench`'s JSON): a missing
     file is a FileNotFoundError, a folder, broken JSON or a non-dict a ValueError, each saying to run
     `make bench` or `git checkout -- figures/`; a function given another bench's results (or no
-    dict) names the load_saved call it needs; a table's `language` is 'en' or 'zh'.
+    dict) names the load_saved call it needs, and a field it reads that is missing or null (a
+    hand-edited file) is named with the same fix; what the bench writes is read, also without
+    transformers' rows; a row where results are asked (or results where a row is) is refused; a
+    table's `language` is 'en' or 'zh'.
 Text (`text`, `prompt`): a str, else TypeError (bytes: ".decode('utf-8')"). Every character
     encodes to tokens that decode back to it, or gets a ValueError naming it: a lone surrogate
     ("\\ud800") is not text, and a character whose bytes this vocabulary has no token for is named.
@@ -105,7 +108,9 @@ Caches of lessons 14-15: `bits` 8 or 4; `value_group` divides head_dim (even for
     is the check); the keys given to a cache have its kv_heads and head_dim; a pool of pages
     (`num_pages` x `page_size` x ...) must fit in the memory of its `device`, the device of the keys
     written to it; `sequence` is an id that new_sequence or fork returned; the queries of
-    paged_attention are the sequence's last tokens (at most its length). A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
+    paged_attention are the sequence's last tokens (at most its length); one sequence of a pool is written by one
+    layer's cache only. A cache factory (`make_cache`) is a function of no arguments: given the factory itself
+    (quantized_kv_cache, KVCache) or a cache, the message says to pass `lambda: ...`, before calling it. A parallel form (linear attention, the delta rule) refuses a T whose (T, T) matrix
     cannot fit in memory, before allocating it; a recurrent or chunked form, more than 100,000
     steps of its Python loop (tokens, or chunks).
 New modules (lessons 14 on): every public function, class and method follows this contract from

@@ -6,8 +6,9 @@ try, read the hint, and try again.
 
 Every checker is wrapped in `@checker`: whatever a learner passes (a numpy number, a float64
 tensor, an object whose comparison raises), the checker answers with a verdict, never with a
-traceback of its own. Numbers are read with `as_whole_number` / `as_real_number`, tensors with
-`as_real_tensor`, so a right answer in any numeric form gets ✅.
+traceback of its own. Numbers are read with `as_whole_number` / `as_real_number` (a Python or
+numpy number, a 0-d or one-element tensor or array, a one-element list), tensors with `as_real_tensor`
+(tensors, arrays and nested lists), so a right answer in any numeric form gets ✅.
 """
 
 from __future__ import annotations
