@@ -324,20 +324,20 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
     row = model_rows(results)[length]
     env = results["environment"]
     values = dict(t=length, prefill=row["prefill_ms"], step=row["decode_ms"], ratio=row["prefill_over_decode"],
-                  weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 2**20, calls=results["workload"]["calls"],
+                  weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 1e6, calls=results["workload"]["calls"],
                   date=env["date"], cpu=env["cpu"], threads=env["threads"])
     if language == "zh":
         return ["make bench（{date}，{cpu}，{threads} 个线程），float32，批大小 1，每种交替计时 {calls} 次的中位数：".format(**values),
                 "  预填充 {t} 个词元：{prefill:.0f} 毫秒".format(**values),
                 "  在有 {t} 个词元的缓存上解码一个词元：{step:.1f} 毫秒".format(**values),
                 "  预填充的耗时是一步解码的 {ratio:.1f} 倍（词元数是 {t} 倍）".format(**values),
-                "  一步解码读取的字节：权重 {weights:.0f} MB，缓存 {cache:.1f} MiB".format(**values)]
+                "  一步解码读取的字节：权重 {weights:.0f} MB，缓存 {cache:.1f} MB".format(**values)]
     return ["make bench ({date}, {cpu}, {threads} threads), float32, batch 1, medians of {calls} alternating calls each:"
             .format(**values),
             "  prefill of {t} tokens: {prefill:.0f} ms".format(**values),
             "  one decode step against a cache of {t} tokens: {step:.1f} ms".format(**values),
             "  the prefill takes {ratio:.1f}x as long as one step (for {t}x the tokens)".format(**values),
-            "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MiB".format(**values)]
+            "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MB".format(**values)]
 
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
