@@ -286,20 +286,27 @@ def decode_split_lines(results: dict, language: str = "en", length: int = 128) -
     for fast in ("gqa", "mqa"):
         split = decode_split(results, fast, length=length)
         weights, cache = split["weight_bytes"], split["cache_bytes"]
+        (slow_c, slow_s), (fast_c, fast_s) = split["fits"]["mha"], split["fits"][fast]
         values = dict(name=fast.upper(), t=length, gap=split["measured_gap_ms"], w=split["weights_share_ms"],
                       c=split["cache_share_ms"], mha_w=weights["mha"] / 1e6, fast_w=weights[fast] / 1e6,
-                      mha_c=cache["mha"] / 2**20, fast_c=cache[fast] / 2**20, equal=split["equal_at"])
+                      mha_mb=cache["mha"] / 1e6, fast_mb=cache[fast] / 1e6, slow_c=slow_c, slow_s=1e3 * slow_s,
+                      fast_c=fast_c, fast_s=1e3 * fast_s, dc=slow_c - fast_c, ds=1e3 * (slow_s - fast_s),
+                      equal=round(split["equal_at"], -1))  # to tens: the rounded constants and slopes give the same
         if language == "zh":
             lines += ["{name} 比 MHA 每步快 {gap:.1f} 毫秒（T = {t}）：其中权重更小占 {w:.1f} 毫秒（常数项之差），"
                       "缓存更小占 {c:.1f} 毫秒（斜率之差 × T）".format(**values),
-                      "  每一步读取：权重 {mha_w:.0f} MB → {fast_w:.0f} MB，缓存 {mha_c:.2f} MiB → {fast_c:.2f} MiB；"
-                      "两部分在 T ≈ {equal:,.0f} 时相等".format(**values)]
+                      "  拟合的每词元耗时：MHA {slow_c:.2f} 毫秒 + 每 1,000 个词元 {slow_s:.3f} 毫秒，{name} {fast_c:.2f} 毫秒 + "
+                      "每 1,000 个词元 {fast_s:.3f} 毫秒；两部分在 T ≈ {dc:.3f} / {ds:.3f} × 1,000 ≈ {equal:,.0f} 时相等".format(**values),
+                      "  T = {t} 时每一步读取：权重 {mha_w:.0f} MB → {fast_w:.0f} MB，缓存 {mha_mb:.1f} MB → {fast_mb:.1f} MB".format(**values)]
         else:
             lines += ["{name} is {gap:.1f} ms per step faster than MHA at T = {t}: {w:.1f} ms from smaller weights "
                       "(the difference in constants), {c:.1f} ms from a smaller cache (the difference in slopes × T)"
                       .format(**values),
-                      "  read per step: weights {mha_w:.0f} MB → {fast_w:.0f} MB, cache {mha_c:.2f} MiB → {fast_c:.2f} MiB; "
-                      "the two shares would be equal at T ≈ {equal:,.0f}".format(**values)]
+                      "  fitted time per token: MHA {slow_c:.2f} ms + {slow_s:.3f} ms per 1,000 tokens, {name} {fast_c:.2f} ms + "
+                      "{fast_s:.3f} ms per 1,000 tokens; the two shares would be equal at T ≈ {dc:.3f} / {ds:.3f} × 1,000 ≈ {equal:,.0f}"
+                      .format(**values),
+                      "  read per step at T = {t}: weights {mha_w:.0f} MB → {fast_w:.0f} MB, cache {mha_mb:.1f} MB → {fast_mb:.1f} MB"
+                      .format(**values)]
     return lines
 
 
