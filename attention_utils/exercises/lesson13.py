@@ -1,4 +1,4 @@
-"""Checkers for lesson 13: the batch whose cache outweighs the real model's weights, induction scores by hand, a window without sinks."""
+"""Checkers for lesson 13: the batch whose cache outweighs the weights, induction scores, a window without sinks."""
 
 from __future__ import annotations
 
