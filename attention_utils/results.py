@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .checks import bilingual, shown
 from .language import check_language, get_language, table
+from .same_process import STEP_NAMES, same_process_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
@@ -89,45 +90,37 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
     return {(row["implementation"], row["mode"], row["length"]): row for row in rows}
 
 
-@reads("SAVED", "rows", "implementation")
+@reads("SAVED", "rows", "implementation", "interleaved")
 def headline(results: dict, language: str | None = None) -> list[str]:
-    """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
-    index = by_run(results["rows"])
-    same = results["interleaved"]
-    ms = same["median_ms"]
-
-    def training(key: str) -> dict:
-        return index[key, "training", 1024]
-
-    values = dict(
-        calls=same["calls"], book=ms["book"], explicit=ms["explicit"], fused=ms["fused"], bare=ms["bare"],
-        one_qkv=same["ratios"]["book/explicit"], sdpa=same["ratios"]["explicit/fused"], floor=same["fused_over_bare"],
-        mask_ratio=same["ratios"]["bool_mask/fused"],
-        train=training("fused")["median_ms"], train_mib=training("fused")["memory_mib"],
-        drop=training("fused_dropout")["median_ms"], drop_mib=training("fused_dropout")["memory_mib"],
-        book_train=training("book")["median_ms"], book_train_mib=training("book")["memory_mib"],
-        drop_ratio=training("fused_dropout")["median_ms"] / training("fused")["median_ms"],
-    )
-    english = [
-        "inference, one process, timed in alternating pairs ({calls} calls each): book {book:.0f} ms, "
-        "one QKV projection {explicit:.0f} ms, fused module {fused:.0f} ms, bare floor {bare:.0f} ms",
-        "  one QKV projection: {one_qkv:.2f}x as fast as the book; SDPA on top: {sdpa:.2f}x as fast again",
-        "  fused module / bare floor: {floor:.3f}",
-        "training, separate processes: fused {train:.0f} ms, {train_mib:.0f} MiB; fused with dropout {drop:.0f} ms, "
-        "{drop_mib:.0f} MiB ({drop_ratio:.1f}x the time); book {book_train:.0f} ms, {book_train_mib:.0f} MiB",
-        "boolean causal mask instead of is_causal=True (one process): {mask_ratio:.2f}x the time",
-    ]
-    chinese = [
-        "推理，同一进程内两两交替计时（每种各调用 {calls} 次）：书中模块 {book:.0f} 毫秒，"
-        "合并 QKV 投影 {explicit:.0f} 毫秒，融合模块 {fused:.0f} 毫秒，裸 SDPA 下限 {bare:.0f} 毫秒",
-        "  合并 QKV 投影：速度是书中模块的 {one_qkv:.2f} 倍；再换成 SDPA：速度又是前者的 {sdpa:.2f} 倍",
-        "  融合模块的耗时是裸 SDPA 下限的 {floor:.3f} 倍",
-        "训练，各自独立的进程：融合模块 {train:.0f} 毫秒、{train_mib:.0f} MiB；带 dropout 的融合模块 {drop:.0f} 毫秒、"
-        "{drop_mib:.0f} MiB（耗时是前者的 {drop_ratio:.1f} 倍）；书中模块 {book_train:.0f} 毫秒、{book_train_mib:.0f} MiB",
-        "用布尔因果掩码代替 is_causal=True（同一进程）：耗时是融合模块的 {mask_ratio:.2f} 倍",
-    ]
-    chosen = chinese if (language or get_language()) == "zh" else english
-    return [line.format(**values) for line in chosen]
+    """The numbers lesson 8 quotes, all at T=1024, in `language` (default: the current one): every same-process pair
+    with its own two medians and their ratio (once per round), then the training runs."""
+    zh = (language or get_language()) == "zh"
+    same, index = results["interleaved"], by_run(results["rows"])
+    date, rounds = same.get("date", results["environment"]["date"]), same.get("repeats", 1)
+    lines = [f"推理，T = {same['length']}，同一进程（{date} 测量）：每对紧挨着、交替先后地各调用 {same['calls']} 次，{rounds} 轮；"
+             "每项是这一对自己的两个中位数和它们的比值" if zh else
+             f"inference, T = {same['length']}, one process (measured {date}): each pair called back to back in alternating order, "
+             f"{same['calls']} calls each, {rounds} round{'s' * (rounds > 1)}; each entry is the pair's own two medians and their ratio"]
+    for first, second in (key.split("/") for key in same["ratios"]):
+        unit, pairs = ("毫秒" if zh else "ms"), [p for p in same_process_pairs(same) if (p["first"], p["second"]) == (first, second)]
+        shown = ("；" if zh else ";  ").join(
+            f"{p['first_ms']:.0f} / {p['second_ms']:.0f} {unit} = {p['ratio']:.2f}" if p["first_ms"] is not None else
+            f"{p['ratio']:.2f}（两步都还属于别的对，这一对自己的中位数没有保存）" if zh else
+            f"{p['ratio']:.2f} (both steps belong to other pairs too; this pair's own medians were not saved)" for p in pairs)
+        lines.append(f"  {' / '.join(STEP_NAMES[key][zh] for key in (first, second))}{'：' if zh else ': '}{shown}")
+    train = {key: index[key, "training", 1024] for key in ("fused", "fused_dropout", "book")}
+    ms = {key: row["median_ms"] for key, row in train.items()}
+    mib = {key: row["memory_mib"] for key, row in train.items()}
+    ratios = (ms["fused_dropout"] / ms["fused"], ms["fused_dropout"] / ms["book"], ms["fused"] / ms["book"])
+    if zh:
+        return lines + [
+            f"训练，各自独立的进程（耗时、额外峰值内存）：融合模块 {ms['fused']:.0f} 毫秒、{mib['fused']:.0f} MiB；带 dropout 的融合模块 "
+            f"{ms['fused_dropout']:.0f} 毫秒、{mib['fused_dropout']:.0f} MiB；书中模块（不带 dropout）{ms['book']:.0f} 毫秒、{mib['book']:.0f} MiB",
+            "  耗时之比：带 dropout 的融合模块 / 融合模块 = {:.2f}；带 dropout 的融合模块 / 书中模块 = {:.2f}；融合模块 / 书中模块 = {:.2f}".format(*ratios)]
+    return lines + [
+        f"training, separate processes (time, extra peak memory): fused {ms['fused']:.0f} ms, {mib['fused']:.0f} MiB; fused with dropout "
+        f"{ms['fused_dropout']:.0f} ms, {mib['fused_dropout']:.0f} MiB; book (no dropout) {ms['book']:.0f} ms, {mib['book']:.0f} MiB",
+        "  time ratios: fused with dropout / fused = {:.2f}; fused with dropout / book = {:.2f}; fused / book = {:.2f}".format(*ratios)]
 
 
 # Lesson 12: decoding with and without a KV cache (make bench, or python -m attention_utils.course.bench --decode).
