@@ -155,3 +155,24 @@ def test_lesson13_base_sentence_keeps_pair_zero_out():
     nb = lesson("13_a_real_language_model")
     en, zh = prose(nb, "The rotary base is ten times lesson 11's")
     assert "every feature pair but the first" in en and "除特征对 0 以外的每个特征对" in zh
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 9
+
+
+def test_lesson09_explicit_memory_passes_one_gib_at_its_last_length():
+    nb = lesson("09_fused_kernel_by_hand")
+    last = printed(r"\n4096\s+(\d+\.\d)\s", stored(nb, "extra peak memory (MiB)"))[1]
+    assert 1024 < float(last) < 2048  # more than 1 GiB, not "gigabytes"
+    en, zh = prose(nb, "## What the tiles save: memory")
+    assert "already passes 1 GiB" in en and "已经超过 1 GiB" in zh
+
+
+def test_lesson09_gap_to_sdpa_stays_a_hypothesis_until_the_tile_test_is_saved():
+    nb = lesson("09_fused_kernel_by_hand")
+    en, zh = prose(nb, "It is still slower than SDPA")
+    kernel = saved("bench_kernel.json")
+    if "tile_sizes" not in kernel:
+        assert "so the cause stays a hypothesis here" in en and "这里的原因仍然只是推测" in zh
+    assert "the last line gives the size of both" in prose(nb, "The tiled loop is faster than the explicit version")[0]
