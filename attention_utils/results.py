@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .checks import bilingual, check_size, shown
 from .language import check_language, get_language, table
+from .same_process import STEP_NAMES, same_process_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
@@ -129,45 +130,37 @@ def by_run(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
     return {(row["implementation"], row["mode"], row["length"]): row for row in rows}
 
 
-@reads("SAVED", "rows", "implementation")
+@reads("SAVED", "rows", "implementation", "interleaved")
 def headline(results: dict, language: str | None = None) -> list[str]:
-    """The numbers lesson 8 quotes, one line each, all at T=1024, in `language` (default: the current one)."""
-    index = by_run(results["rows"])
-    same = results["interleaved"]
-    ms = same["median_ms"]
-
-    def training(key: str) -> dict:
-        return index[key, "training", 1024]
-
-    values = dict(
-        calls=same["calls"], book=ms["book"], explicit=ms["explicit"], fused=ms["fused"], bare=ms["bare"],
-        one_qkv=same["ratios"]["book/explicit"], sdpa=same["ratios"]["explicit/fused"], floor=same["fused_over_bare"],
-        mask_ratio=same["ratios"]["bool_mask/fused"],
-        train=training("fused")["median_ms"], train_mib=training("fused")["memory_mib"],
-        drop=training("fused_dropout")["median_ms"], drop_mib=training("fused_dropout")["memory_mib"],
-        book_train=training("book")["median_ms"], book_train_mib=training("book")["memory_mib"],
-        drop_ratio=training("fused_dropout")["median_ms"] / training("fused")["median_ms"],
-    )
-    english = [
-        "inference, one process, timed in alternating pairs ({calls} calls each): book {book:.0f} ms, "
-        "one QKV projection {explicit:.0f} ms, fused module {fused:.0f} ms, bare floor {bare:.0f} ms",
-        "  one QKV projection: {one_qkv:.2f}x as fast as the book; SDPA on top: {sdpa:.2f}x as fast again",
-        "  fused module / bare floor: {floor:.3f}",
-        "training, separate processes: fused {train:.0f} ms, {train_mib:.0f} MiB; fused with dropout {drop:.0f} ms, "
-        "{drop_mib:.0f} MiB ({drop_ratio:.1f}x the time); book {book_train:.0f} ms, {book_train_mib:.0f} MiB",
-        "boolean causal mask instead of is_causal=True (one process): {mask_ratio:.2f}x the time",
-    ]
-    chinese = [
-        "推理，同一进程内两两交替计时（每种各调用 {calls} 次）：书中模块 {book:.0f} 毫秒，"
-        "合并 QKV 投影 {explicit:.0f} 毫秒，融合模块 {fused:.0f} 毫秒，裸 SDPA 下限 {bare:.0f} 毫秒",
-        "  合并 QKV 投影：速度是书中模块的 {one_qkv:.2f} 倍；再换成 SDPA：速度又是前者的 {sdpa:.2f} 倍",
-        "  融合模块的耗时是裸 SDPA 下限的 {floor:.3f} 倍",
-        "训练，各自独立的进程：融合模块 {train:.0f} 毫秒、{train_mib:.0f} MiB；带 dropout 的融合模块 {drop:.0f} 毫秒、"
-        "{drop_mib:.0f} MiB（耗时是前者的 {drop_ratio:.1f} 倍）；书中模块 {book_train:.0f} 毫秒、{book_train_mib:.0f} MiB",
-        "用布尔因果掩码代替 is_causal=True（同一进程）：耗时是融合模块的 {mask_ratio:.2f} 倍",
-    ]
-    chosen = chinese if (language or get_language()) == "zh" else english
-    return [line.format(**values) for line in chosen]
+    """The numbers lesson 8 quotes, all at T=1024, in `language` (default: the current one): every same-process pair
+    with its own two medians and their ratio (once per round), then the training runs."""
+    zh = (language or get_language()) == "zh"
+    same, index = results["interleaved"], by_run(results["rows"])
+    date, rounds = same.get("date", results["environment"]["date"]), same.get("repeats", 1)
+    lines = [f"推理，T = {same['length']}，同一进程（{date} 测量）：每对紧挨着、交替先后地各调用 {same['calls']} 次，{rounds} 轮；"
+             "每项是这一对自己的两个中位数和它们的比值" if zh else
+             f"inference, T = {same['length']}, one process (measured {date}): each pair called back to back in alternating order, "
+             f"{same['calls']} calls each, {rounds} round{'s' * (rounds > 1)}; each entry is the pair's own two medians and their ratio"]
+    for first, second in (key.split("/") for key in same["ratios"]):
+        unit, pairs = ("毫秒" if zh else "ms"), [p for p in same_process_pairs(same) if (p["first"], p["second"]) == (first, second)]
+        shown = ("；" if zh else ";  ").join(
+            f"{p['first_ms']:.0f} / {p['second_ms']:.0f} {unit} = {p['ratio']:.2f}" if p["first_ms"] is not None else
+            f"{p['ratio']:.2f}（两步都还属于别的对，这一对自己的中位数没有保存）" if zh else
+            f"{p['ratio']:.2f} (both steps belong to other pairs too; this pair's own medians were not saved)" for p in pairs)
+        lines.append(f"  {' / '.join(STEP_NAMES[key][zh] for key in (first, second))}{'：' if zh else ': '}{shown}")
+    train = {key: index[key, "training", 1024] for key in ("fused", "fused_dropout", "book")}
+    ms = {key: row["median_ms"] for key, row in train.items()}
+    mib = {key: row["memory_mib"] for key, row in train.items()}
+    ratios = (ms["fused_dropout"] / ms["fused"], ms["fused_dropout"] / ms["book"], ms["fused"] / ms["book"])
+    if zh:
+        return lines + [
+            f"训练，各自独立的进程（耗时、额外峰值内存）：融合模块 {ms['fused']:.0f} 毫秒、{mib['fused']:.0f} MiB；带 dropout 的融合模块 "
+            f"{ms['fused_dropout']:.0f} 毫秒、{mib['fused_dropout']:.0f} MiB；书中模块（不带 dropout）{ms['book']:.0f} 毫秒、{mib['book']:.0f} MiB",
+            "  耗时之比：带 dropout 的融合模块 / 融合模块 = {:.2f}；带 dropout 的融合模块 / 书中模块 = {:.2f}；融合模块 / 书中模块 = {:.2f}".format(*ratios)]
+    return lines + [
+        f"training, separate processes (time, extra peak memory): fused {ms['fused']:.0f} ms, {mib['fused']:.0f} MiB; fused with dropout "
+        f"{ms['fused_dropout']:.0f} ms, {mib['fused_dropout']:.0f} MiB; book (no dropout) {ms['book']:.0f} ms, {mib['book']:.0f} MiB",
+        "  time ratios: fused with dropout / fused = {:.2f}; fused with dropout / book = {:.2f}; fused / book = {:.2f}".format(*ratios)]
 
 
 # Lesson 12: decoding with and without a KV cache (make bench, or python -m attention_utils.course.bench --decode).
@@ -270,20 +263,27 @@ def decode_split_lines(results: dict, language: str = "en", length: int = 128) -
     for fast in ("gqa", "mqa"):
         split = decode_split(results, fast, length=length)
         weights, cache = split["weight_bytes"], split["cache_bytes"]
+        (slow_c, slow_s), (fast_c, fast_s) = split["fits"]["mha"], split["fits"][fast]
         values = dict(name=fast.upper(), t=length, gap=split["measured_gap_ms"], w=split["weights_share_ms"],
                       c=split["cache_share_ms"], mha_w=weights["mha"] / 1e6, fast_w=weights[fast] / 1e6,
-                      mha_c=cache["mha"] / 2**20, fast_c=cache[fast] / 2**20, equal=split["equal_at"])
+                      mha_mb=cache["mha"] / 1e6, fast_mb=cache[fast] / 1e6, slow_c=slow_c, slow_s=1e3 * slow_s,
+                      fast_c=fast_c, fast_s=1e3 * fast_s, dc=slow_c - fast_c, ds=1e3 * (slow_s - fast_s),
+                      equal=round(split["equal_at"], -1))  # to tens: the rounded constants and slopes give the same
         if language == "zh":
             lines += ["{name} 比 MHA 每步快 {gap:.1f} 毫秒（T = {t}）：其中权重更小占 {w:.1f} 毫秒（常数项之差），"
                       "缓存更小占 {c:.1f} 毫秒（斜率之差 × T）".format(**values),
-                      "  每一步读取：权重 {mha_w:.0f} MB → {fast_w:.0f} MB，缓存 {mha_c:.2f} MiB → {fast_c:.2f} MiB；"
-                      "两部分在 T ≈ {equal:,.0f} 时相等".format(**values)]
+                      "  拟合的每词元耗时：MHA {slow_c:.2f} 毫秒 + 每 1,000 个词元 {slow_s:.3f} 毫秒，{name} {fast_c:.2f} 毫秒 + "
+                      "每 1,000 个词元 {fast_s:.3f} 毫秒；两部分在 T ≈ {dc:.3f} / {ds:.3f} × 1,000 ≈ {equal:,.0f} 时相等".format(**values),
+                      "  T = {t} 时每一步读取：权重 {mha_w:.0f} MB → {fast_w:.0f} MB，缓存 {mha_mb:.1f} MB → {fast_mb:.1f} MB".format(**values)]
         else:
             lines += ["{name} is {gap:.1f} ms per step faster than MHA at T = {t}: {w:.1f} ms from smaller weights "
                       "(the difference in constants), {c:.1f} ms from a smaller cache (the difference in slopes × T)"
                       .format(**values),
-                      "  read per step: weights {mha_w:.0f} MB → {fast_w:.0f} MB, cache {mha_c:.2f} MiB → {fast_c:.2f} MiB; "
-                      "the two shares would be equal at T ≈ {equal:,.0f}".format(**values)]
+                      "  fitted time per token: MHA {slow_c:.2f} ms + {slow_s:.3f} ms per 1,000 tokens, {name} {fast_c:.2f} ms + "
+                      "{fast_s:.3f} ms per 1,000 tokens; the two shares would be equal at T ≈ {dc:.3f} / {ds:.3f} × 1,000 ≈ {equal:,.0f}"
+                      .format(**values),
+                      "  read per step at T = {t}: weights {mha_w:.0f} MB → {fast_w:.0f} MB, cache {mha_mb:.1f} MB → {fast_mb:.1f} MB"
+                      .format(**values)]
     return lines
 
 
@@ -308,20 +308,20 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
     row = at_length(model_rows(results), length)
     env = results["environment"]
     values = dict(t=length, prefill=row["prefill_ms"], step=row["decode_ms"], ratio=row["prefill_over_decode"],
-                  weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 2**20, calls=results["workload"]["calls"],
+                  weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 1e6, calls=results["workload"]["calls"],
                   date=env["date"], cpu=env["cpu"], threads=env["threads"])
     if language == "zh":
         return ["make bench（{date}，{cpu}，{threads} 个线程），float32，批大小 1，每种交替计时 {calls} 次的中位数：".format(**values),
                 "  预填充 {t} 个词元：{prefill:.0f} 毫秒".format(**values),
                 "  在有 {t} 个词元的缓存上解码一个词元：{step:.1f} 毫秒".format(**values),
                 "  预填充的耗时是一步解码的 {ratio:.1f} 倍（词元数是 {t} 倍）".format(**values),
-                "  一步解码读取的字节：权重 {weights:.0f} MB，缓存 {cache:.1f} MiB".format(**values)]
+                "  一步解码读取的字节：权重 {weights:.0f} MB，缓存 {cache:.1f} MB".format(**values)]
     return ["make bench ({date}, {cpu}, {threads} threads), float32, batch 1, medians of {calls} alternating calls each:"
             .format(**values),
             "  prefill of {t} tokens: {prefill:.0f} ms".format(**values),
             "  one decode step against a cache of {t} tokens: {step:.1f} ms".format(**values),
             "  the prefill takes {ratio:.1f}x as long as one step (for {t}x the tokens)".format(**values),
-            "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MiB".format(**values)]
+            "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MB".format(**values)]
 
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).

@@ -13,6 +13,7 @@ from torch.nn import functional as F
 
 import attention_utils as au
 from attention_utils import language, results
+from attention_utils.same_process import same_process_pairs
 from attention_utils.course.bench import harness, implementations, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +117,25 @@ def test_the_same_process_measurement_times_every_step():
     assert all(ms > 0 for ms in found["median_ms"].values())
     assert set(found["ratios"]) == {f"{a}/{b}" for a, b in implementations.SAME_PROCESS_PAIRS}
     assert found["fused_over_bare"] == found["ratios"]["fused/bare"] and all(r > 0 for r in found["ratios"].values())
+
+
+def test_the_same_process_measurement_keeps_every_pairs_own_medians():
+    found = harness.measure_interleaved(implementations.QUICK, length=16, calls=2, threads=1, repeats=2)
+    assert len(found["pairs"]) == 2 * len(implementations.SAME_PROCESS_PAIRS) and found["repeats"] == 2
+    for pair in found["pairs"]:
+        assert pair["first_ms"] > 0 and pair["second_ms"] > 0 and pair["ratio"] == pair["first_ms"] / pair["second_ms"]
+
+
+def test_pair_medians_of_an_older_file_come_from_steps_timed_in_one_pair_only():
+    older = {"median_ms": {"a": 8.0, "b": 99.0, "c": 99.0, "d": 5.0}, "ratios": {"a/b": 0.4, "b/c": 3.0, "c/d": 2.0}}
+    found = {(p["first"], p["second"]): (p["first_ms"], p["second_ms"]) for p in same_process_pairs(older)}
+    assert found == {("a", "b"): (8.0, 20.0), ("b", "c"): (None, None), ("c", "d"): (10.0, 5.0)}  # by hand: 8 / 0.4, 2 x 5
+
+
+def test_the_tile_size_timing_pairs_two_tiles_and_sdpa():
+    found = harness.time_tile_sizes(length=64, calls=2, threads=1, sizes=(8, 32))
+    assert set(found["median_ms"]) == {"tiled_8", "tiled_32", "sdpa"} and found["sizes"] == [8, 32]
+    assert set(found["ratios"]) == {"tiled_8/tiled_32", "tiled_32/sdpa"} and all(r > 0 for r in found["ratios"].values())
 
 
 def test_the_explicit_kernel_is_causal_attention():
@@ -253,10 +273,10 @@ def test_every_saved_note_has_its_chinese():
 def test_the_headline_follows_the_language():
     saved = results.load_saved()
     english, chinese = results.headline(saved, "en"), results.headline(saved, "zh")
-    assert len(english) == len(chinese) == 5
+    assert len(english) == len(chinese) == 7  # a heading, four pairs, two training lines
     for en, zh in zip(english, chinese):
         assert re.findall(r"\d+(?:\.\d+)?", en) == re.findall(r"\d+(?:\.\d+)?", zh), (en, zh)
-    assert "合并 QKV 投影" in chinese[0] and "每种各调用 15 次" in chinese[0] and "倍" in chinese[2]
+    assert "各调用 15 次" in chinese[0] and "合并 QKV 投影" in chinese[1] and "耗时之比" in chinese[6]
     language.choose_language("zh")
     try:
         assert results.headline(saved) == chinese

@@ -1,12 +1,10 @@
-"""Lesson 8 checkers accept right answers in any form and explain typical wrong ones (weight order, bytes, SDPA's mask)."""
-
-import fractions
+"""Lesson 8 checkers accept right answers in any form and explain typical wrong ones (weight order, the longest length that fits, SDPA's mask)."""
 
 import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_exercises import CORRECT, any_wrong_type, is_bilingual_no, verdict_of
+from test_exercises import CORRECT, any_wrong_type, is_bilingual_no, verdict_of, whole_number_forms
 from torch.nn import functional as F
 
 import attention_utils as au
@@ -89,26 +87,29 @@ def test_checker_leaves_the_random_stream_alone(capsys):
     assert torch.equal(torch.rand(3), expected)
 
 
-def test_attention_bytes(capsys):
-    lesson08.check_attention_bytes(...)
+def test_longest_length(capsys):
+    lesson08.check_longest_length(...)
     assert "Not yet" in verdict(capsys)
-    lesson08.check_attention_bytes(4 * 16 * 4096 * 4096 * 4)  # float32 sizes
-    out = verdict(capsys)
-    assert "Not yet" in out and "2 bytes" in out
-    lesson08.check_attention_bytes(4 * 16 * 4096 * 4096)  # entries, not bytes
-    assert "Not yet" in verdict(capsys)
-    lesson08.check_attention_bytes(4 * 4096 * 4096 * 2)  # forgot the heads
-    out = verdict(capsys)
-    assert "Not yet" in out and "16 heads" in out
-    lesson08.check_attention_bytes(2)  # GiB
-    out = verdict(capsys)
-    assert "Not yet" in out and "GiB" in out
-    lesson08.check_attention_bytes("2147483648")
-    assert "Not yet" in verdict(capsys)
-    lesson08.check_attention_bytes(2_147_483_648)  # 2 GiB, by hand
-    assert "Correct" in verdict(capsys)
-    lesson08.check_attention_bytes(2**31 * 1.0)
-    assert "Correct" in verdict(capsys)
+    # by hand: 2 matrices x 8 x 12 x T^2 x 4 bytes <= 2^34 gives T^2 <= 22,369,621.3, T <= 4729.65
+    assert 2 * 8 * 12 * 4729**2 * 4 <= 16 * 2**30 < 2 * 8 * 12 * 4730**2 * 4
+    for right in (4729, 4729.0, np.int64(4729), torch.tensor(4729), torch.tensor(4729.0, dtype=torch.float64), np.array(4729)):
+        lesson08.check_longest_length(right)
+        assert "Correct" in verdict(capsys), right
+    for wrong, words in (
+        (6688, "one (b, h, T, T) matrix"),  # the softmax output forgotten (or bfloat16 read for float32)
+        (16384, "12 heads"),
+        (13377, "batch of 8"),
+        (4564, "16 × 2**30"),
+        (4730, "one less"),
+        (4096, "power of two"),
+        (4729.65, "round 4729.65 down"),
+        (torch.tensor(4729.65), "round"),
+        ("4729", "whole number"),
+        (5000, "Solve 2 × batch"),
+    ):
+        lesson08.check_longest_length(wrong)
+        out = verdict(capsys)
+        assert "Not yet" in out and words in out, (wrong, out)
 
 
 def test_merged_mask(capsys):
@@ -151,7 +152,6 @@ def test_merged_mask_gives_the_modules_numbers():
 # Generated answers: a right answer in every form gets ✅, anything else a bilingual ❌, never an error
 
 FEW = settings(max_examples=25, deadline=None)
-ATTENTION_BYTES = 2**31  # 4 * 16 * 4096 * 4096 * 2 bytes = 2 GiB
 PADDING = torch.tensor([[True, True, False, False, False], [False] * 5])
 # typed by hand from the rule "key j <= query i and key j is not padding": sentence 0 hides keys 0 and 1
 MERGED = torch.tensor([[[[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 1, 1, 1]]],
@@ -193,33 +193,26 @@ def test_fused_by_hand_answers_any_return_value_and_any_non_function_with_a_bili
     assert is_bilingual_no(verdict_of(lesson08.check_fused_by_hand, result))
 
 
-# whole_number_forms holds a count in int32 too; 2**31 does not fit there, so the 64-bit and float forms only
-BIG_COUNT_FORMS = st.sampled_from([int, float, np.int64, np.uint64, np.float64, np.float32, np.array, torch.tensor,
-                                   lambda v: torch.tensor(v, dtype=torch.float64), lambda v: fractions.Fraction(2 * v, 2)])
+LONGEST = 4729  # by hand, in test_longest_length
 
 
 @FEW
-@given(answer=BIG_COUNT_FORMS.map(lambda form: form(ATTENTION_BYTES)))
-def test_attention_bytes_accepts_every_form(answer):
-    assert verdict_of(lesson08.check_attention_bytes, answer).startswith(CORRECT)
-
-
-def test_attention_bytes_accepts_the_reviews_numpy_product(capsys):
-    lesson08.check_attention_bytes(np.prod([4, 16, 4096, 4096, 2]))  # a numpy int64
-    assert "Correct" in verdict(capsys)
+@given(answer=whole_number_forms(LONGEST))
+def test_longest_length_accepts_every_form(answer):
+    assert verdict_of(lesson08.check_longest_length, answer).startswith(CORRECT)
 
 
 @FEW
-@given(answer=st.one_of(st.integers(-10**12, 10**12).filter(lambda n: n != ATTENTION_BYTES),
-                        st.floats(allow_nan=True).filter(lambda v: v != ATTENTION_BYTES)))
-def test_attention_bytes_refuses_any_other_number(answer):
-    assert is_bilingual_no(verdict_of(lesson08.check_attention_bytes, answer))
+@given(answer=st.one_of(st.integers(-10**6, 10**6).filter(lambda n: n != LONGEST),
+                        st.floats(allow_nan=True).filter(lambda v: v != LONGEST)))
+def test_longest_length_refuses_any_other_number(answer):
+    assert is_bilingual_no(verdict_of(lesson08.check_longest_length, answer))
 
 
 @FEW
 @given(answer=any_wrong_type)
-def test_attention_bytes_answers_any_wrong_type_with_a_bilingual_no(answer):
-    assert is_bilingual_no(verdict_of(lesson08.check_attention_bytes, answer))
+def test_longest_length_answers_any_wrong_type_with_a_bilingual_no(answer):
+    assert is_bilingual_no(verdict_of(lesson08.check_longest_length, answer))
 
 
 def test_the_typed_mask_is_the_modules_recipe():

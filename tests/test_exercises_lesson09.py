@@ -233,3 +233,45 @@ def test_tile_elements_hints(wrong, words):
 @given(st.one_of(ODD_ANSWERS, st.integers().filter(lambda n: n != TILE)))
 def test_tile_elements_anything_else_is_wrong(answer):
     assert WRONG in verdict(lesson09.check_tile_elements, answer)
+
+
+# Exercise 4: scores that expose an update which forgets to rescale the running sum
+WITNESS = [0.0, 0.0, 5.0, 5.0, 0.0, 0.0]
+# by hand, tiles of two: the buggy sum is 1 + 1, then + 1 + 1 at the new maximum 5, then + 2e^-5, so the weight of key 2 is
+# 1 / (4 + 2e^-5) = 0.2496, while softmax gives e^5 / (2e^5 + 4) = 0.4933
+BUGGY_KEY2, TRUE_KEY2 = 1 / (4 + 2 * math.exp(-5)), math.exp(5) / (2 * math.exp(5) + 4)
+
+
+def test_the_buggy_loop_gives_the_hand_worked_weight():
+    scores = torch.tensor(WITNESS, dtype=torch.float64)
+    assert lesson09._weights_without_sum_rescale(scores)[2].item() == pytest.approx(BUGGY_KEY2, abs=1e-12)
+    assert torch.softmax(scores, dim=0)[2].item() == pytest.approx(TRUE_KEY2, abs=1e-12)
+
+
+@pytest.mark.parametrize("form", [list, tuple, np.array, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64),
+                                  lambda v: np.array(v, dtype=np.float32), lambda v: torch.tensor(v).reshape(2, 3)])
+def test_bug_witness_right_in_every_form(form):
+    assert verdict(lesson09.check_bug_witness, form(WITNESS)).startswith(RIGHT)
+
+
+@pytest.mark.parametrize("answer, hint", [
+    ([5.0, 5.0, 0.0, 0.0, 0.0, 0.0], "first tile already holds the largest"),  # sorted from the largest down: the slip
+    ([3.0, 1.0, 2.0, 0.0, 3.0, -1.0], "first tile already holds the largest"),  # a tie is no growth either
+    ([0.0, 0.0, 0.001, 0.0, 0.0, 0.0], "only a little"),
+    ([0.0, 0.0, 5.0], "six scores"), ("005500", "six scores"), (True, "six scores"),
+    ([0.0, 0.0, math.inf, 0.0, 0.0, 0.0], "finite"), (..., "Replace the ..."),
+])
+def test_bug_witness_wrong(answer, hint):
+    out = verdict(lesson09.check_bug_witness, answer)
+    assert out.startswith(WRONG) and hint in out, out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-20, 20), min_size=6, max_size=6))
+def test_bug_witness_agrees_with_a_direct_test_of_the_bug(scores):
+    """Correct exactly when the buggy weights, computed in the checker, are more than 0.01 from softmax."""
+    t = torch.tensor(scores, dtype=torch.float64)
+    off = (lesson09._weights_without_sum_rescale(t) - torch.softmax(t, dim=0)).abs().max().item() > 0.01
+    assert verdict(lesson09.check_bug_witness, scores).startswith(RIGHT) == off
+    if max(scores[2:]) <= max(scores[:2]):
+        assert not off  # the maximum never grows: the missing factor would have been 1

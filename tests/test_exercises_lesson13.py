@@ -21,7 +21,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 SMOLLM2 = SimpleNamespace(config=LlamaConfig(vocab_size=49152, context_length=8192, d_model=576, num_layers=30, num_heads=9,
                                              num_kv_heads=3, d_ff=1536, rotary_base=100000.0, norm_eps=1e-5))
-CACHE_BYTES = 2 * 30 * 3 * 64 * 1000 * 4  # by hand: keys and values, 30 layers, 3 heads of 64, 1,000 tokens, float32
+# SmolLM2-135M's 134,515,008 parameters (printed in lesson 13), as one tensor on the meta device: counted, never allocated
+SMOLLM2.parameters = lambda: [torch.empty(134_515_008, device="meta")]
+PER_SEQUENCE = 2 * 30 * 3 * 64 * 2048 * 4  # by hand: keys and values, 30 layers, 3 heads of 64, 2,048 tokens, float32
+BATCH = 6  # 538,060,032 weight bytes / 94,371,840 = 5.70, so 5 sequences stay below the weights and 6 pass them
 FORMS = [int, float, np.int64, np.float64, np.float32, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array]
 
 
@@ -47,31 +50,31 @@ def model(smollm2):
 
 
 @given(st.sampled_from(FORMS))
-def test_cache_bytes_right_in_every_form(form):
-    assert CACHE_BYTES == 46_080_000
-    assert "Correct" in verdict(lesson13.check_cache_bytes, form(CACHE_BYTES), SMOLLM2)
+def test_batch_for_cache_right_in_every_form(form):
+    assert 5 * PER_SEQUENCE < 134_515_008 * 4 < 6 * PER_SEQUENCE
+    assert "Correct" in verdict(lesson13.check_batch_for_cache, form(BATCH), SMOLLM2)
 
 
 @pytest.mark.parametrize("answer, hint", [
-    (3 * CACHE_BYTES, "3 key/value heads"),  # every query head with its own keys and values
-    (CACHE_BYTES // 2, "keys alone"),  # keys only...
-    (CACHE_BYTES // 2, "2 bytes per number"),  # ...or float16: the same number, both causes named
-    (CACHE_BYTES // 4, "4 bytes"),  # numbers, not bytes
-    (46.08, "MB or MiB"), (43.9, "MB or MiB"),  # MB and MiB
-    ("46080000", "whole number"), ([CACHE_BYTES, 1], "whole number"), (True, "whole number"), (float("nan"), "whole number"),
-    (CACHE_BYTES + 1, "Multiply"), (Awkward(), "Not yet"), (..., "Replace the ..."),
+    (5, "round up"),  # 5 x 94.4 MB = 472 MB, still below the weights
+    (5.7, "round it up"), (torch.tensor(5.7015), "round it up"),  # the ratio itself
+    (12, "only the keys"), (12, "2 bytes a number"), (12, "1,000 tokens"),  # half a sequence's cache: three causes named
+    (2, "3 key/value heads"),  # every query head with its own keys and values
+    (172, "30 layers"),  # one layer only
+    ("6", "whole number"), ([BATCH, 1], "whole number"), (True, "whole number"), (float("nan"), "whole number"),
+    (7, "Divide the weights"), (1, "Divide the weights"), (Awkward(), "Not yet"), (..., "Replace the ..."),
 ])
-def test_cache_bytes_wrong(answer, hint):
-    out = verdict(lesson13.check_cache_bytes, answer, SMOLLM2)
+def test_batch_for_cache_wrong(answer, hint):
+    out = verdict(lesson13.check_batch_for_cache, answer, SMOLLM2)
     assert "Not yet" in out and hint in out, out
 
 
 @settings(max_examples=60)
 @given(st.one_of(st.integers(), st.floats(allow_nan=True), st.text(), st.none(), st.lists(st.integers(), max_size=3)))
-def test_cache_bytes_always_answers(answer):
-    out = verdict(lesson13.check_cache_bytes, answer, SMOLLM2)
+def test_batch_for_cache_always_answers(answer):
+    out = verdict(lesson13.check_batch_for_cache, answer, SMOLLM2)
     assert out.startswith(("✅", "❌"))
-    assert ("Correct" in out) == (as_whole_number(answer) == CACHE_BYTES)
+    assert ("Correct" in out) == (as_whole_number(answer) == BATCH)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
-"""Checkers for lesson 8: a fused module built by hand, the bytes of the attention matrix, a merged SDPA mask."""
+"""Checkers for lesson 8: a fused module built by hand, the longest sequence whose matrices fit, a merged SDPA mask."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 
@@ -10,7 +11,7 @@ import torch
 
 from ..fused import FusedMultiHeadAttention
 from ..modules import MultiHeadAttention
-from . import as_real_tensor, as_whole_number, checker, feedback, missing
+from . import as_real_number, as_real_tensor, as_whole_number, checker, feedback, missing
 from .padding import padding_slip
 
 # Exercise 1 calls the learner's function on modules of its own: one with projection biases, one without.
@@ -128,32 +129,50 @@ def check_fused_by_hand(fuse: object) -> None:
              "两个模块（投影带偏置的和不带偏置的）都变成了输出相同的融合模块：一个 (3 * d_out, d_in) 的投影完成了三个投影的工作。")
 
 
+# Exercise 2: GPT-2 small's layer (12 heads), batch 8, float32: the scores and the softmax output side by side.
+BUDGET = dict(batch=8, heads=12, bytes_per_number=4, matrices=2, memory=16 * 2**30)
+
+
+def _longest(batch: int, heads: int, bytes_per_number: int, matrices: int, memory: int) -> int:
+    """The largest T with matrices × batch × heads × T × T × bytes_per_number <= memory."""
+    return math.isqrt(memory // (matrices * batch * heads * bytes_per_number))
+
+
 @checker
-def check_attention_bytes(answer: object) -> None:
-    """Bytes of the (b, h, T, T) weights: batch 4, 16 heads, T = 4096, bfloat16 (2 bytes a number)."""
+def check_longest_length(answer: object) -> None:
+    """The largest T at which a batch of 8's scores and softmax output (two float32 (b, h, T, T) matrices) fit in 16 GiB."""
     if missing(answer):
         return
-    batch, heads, length, size = 4, 16, 4096, torch.tensor([], dtype=torch.bfloat16).element_size()
-    expected = batch * heads * length * length * size
+    expected = _longest(**BUDGET)
     value = as_whole_number(answer)
     if value is None:
-        return feedback(False, "Give a whole number of bytes.", "请给出字节数，一个整数。")
+        number = as_real_number(answer)
+        if number is not None and expected < number < expected + 1:
+            return feedback(False, f"A length is a whole number of tokens: round {number:g} down, since one more token no longer fits.",
+                            f"长度是词元的个数，必须是整数：把 {number:g} 向下取整，因为再多一个词元就放不下了。")
+        return feedback(False, "Give a whole number of tokens.", "请给出词元个数，一个整数。")
     if value == expected:
-        return feedback(True, f"{expected:,} bytes = {expected / 2**30:g} GiB for one attention matrix of one layer.",
-                        f"{expected:,} 字节 = {expected / 2**30:g} GiB，这只是一层的一个注意力矩阵。")
+        used = BUDGET["matrices"] * BUDGET["batch"] * BUDGET["heads"] * expected**2 * BUDGET["bytes_per_number"]
+        return feedback(True, f"T = {expected:,}: the two matrices take {used / 2**30:.3f} GiB, and at T = {expected + 1:,} they "
+                        "pass 16 GiB. The fused kernel's tensors at that length take a few hundred MiB.",
+                        f"T = {expected:,}：两个矩阵共占 {used / 2**30:.3f} GiB，到 T = {expected + 1:,} 就超过 16 GiB 了。"
+                        "同样的长度下，融合内核的张量只占几百 MiB。")
     hints = {
-        expected // size: ("That is the number of entries; each bfloat16 number takes 2 bytes.",
-                           "这是元素个数；每个 bfloat16 数占 2 个字节。"),
-        expected * 2: ("bfloat16 takes 2 bytes a number, not 4 like float32.", "bfloat16 每个数占 2 个字节，不是 float32 的 4 个。"),
-        expected * 8: ("Bytes, not bits.", "要的是字节数，不是比特数。"),
-        expected // heads: ("Every head has its own T × T matrix: multiply by the 16 heads.", "每个头都有自己的 T × T 矩阵：还要乘以 16 个头。"),
-        expected // batch: ("Every sentence of the batch has its own matrices: multiply by the batch size 4.",
-                            "批次中每个句子都有自己的矩阵：还要乘以批大小 4。"),
-        expected // length: ("The matrix is T × T: the length appears twice.", "矩阵是 T × T：长度要乘两次。"),
-        expected // 2**30: ("Give the answer in bytes, not GiB.", "请用字节表示答案，而不是 GiB。"),
-        expected // 2**20: ("Give the answer in bytes, not MiB.", "请用字节表示答案，而不是 MiB。"),
+        _longest(**{**BUDGET, "matrices": 1}): (
+            "That length fits one (b, h, T, T) matrix of 4-byte numbers; the scores and the softmax output are two of them.",
+            "这个长度只放得下一个每个数 4 字节的 (b, h, T, T) 矩阵；分数和 softmax 的输出是两个这样的矩阵。"),
+        _longest(**{**BUDGET, "heads": 1}): ("Every head has its own T × T matrices: count the 12 heads.", "每个头都有自己的 T × T 矩阵：要算上 12 个头。"),
+        _longest(**{**BUDGET, "batch": 1}): ("Every sentence of the batch has its own matrices: count the batch of 8.",
+                                             "批次中每个句子都有自己的矩阵：要算上批大小 8。"),
+        math.isqrt(16 * 10**9 // (BUDGET["matrices"] * BUDGET["batch"] * BUDGET["heads"] * BUDGET["bytes_per_number"])): (
+            "16 GiB is 16 × 2**30 bytes, not 16 × 10**9.", "16 GiB 是 16 × 2**30 字节，不是 16 × 10**9 字节。"),
+        expected + 1: ("At that length the two matrices pass 16 GiB by a few MiB; the largest T is one less.",
+                       "在这个长度下，两个矩阵比 16 GiB 多出几 MiB；最大的 T 还要少一个。"),
+        4096: ("4096 fits, but it is not the largest length: the question asks for any T, not a power of two.",
+               "4096 放得下，但不是最大的长度：题目问的是任意 T，不只是 2 的幂。"),
     }
-    en, zh = hints.get(value, ("Multiply batch × heads × T × T × bytes per number.", "请计算：批大小 × 头数 × T × T × 每个数的字节数。"))
+    en, zh = hints.get(value, ("Solve 2 × batch × heads × T² × 4 bytes <= 16 × 2**30 for T, and round down.",
+                               "解不等式 2 × 批大小 × 头数 × T² × 4 字节 <= 16 × 2**30，再向下取整。"))
     feedback(False, en, zh)
 
 

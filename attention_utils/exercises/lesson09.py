@@ -1,4 +1,4 @@
-"""Checkers for lesson 9: the update lines of the tiled loop, the tiles a causal kernel visits, one tile's size."""
+"""Checkers for lesson 9: the tiled loop's update, the tiles a causal kernel visits, a tile's size, a bug's witness."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ LOOP_TILES = ((2, 2), (7, 3), (16, 16), (50, 1))  # (block_q, block_k) for the l
 # Exercises 2 and 3: sizes of a causal kernel.
 TILE_LENGTH, TILE_BLOCK = 1000, 48
 SIZES = dict(batch=8, heads=12, length=4096, head_dim=64, block_q=128, block_k=256)
+
+# Exercise 4: one query's scores against six keys, in tiles of two; the weights must differ by more than this.
+WITNESS_KEYS, WITNESS_TILE, WITNESS_GAP = 6, 2, 0.01
 
 
 def _state_after(scores: tuple[float, ...], values: tuple[tuple[float, ...], ...]) -> tuple[torch.Tensor, ...]:
@@ -210,3 +213,48 @@ def check_tile_elements(answer: object) -> None:
     en, zh = hints.get(value, ("Multiply batch × heads × block_q × block_k; T does not appear.",
                                "请计算：批大小 × 头数 × block_q × block_k；T 不出现在式子里。"))
     feedback(False, en, zh)
+
+
+def _weights_without_sum_rescale(scores: torch.Tensor) -> torch.Tensor:
+    """One query's weights from the tiled loop with the bug: the output is rescaled, the running sum is not."""
+    running_max, running_sum = torch.tensor(-math.inf, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64)
+    unnormalized = torch.zeros(len(scores), dtype=torch.float64)  # values = one-hot rows, so the output is the weights
+    for start in range(0, len(scores), WITNESS_TILE):
+        tile = scores[start:start + WITNESS_TILE]
+        new_max = torch.maximum(running_max, tile.max())
+        weights = torch.exp(tile - new_max)
+        unnormalized = unnormalized * torch.exp(running_max - new_max)
+        unnormalized[start:start + WITNESS_TILE] += weights
+        running_sum = running_sum + weights.sum()  # the bug: the old sum stays on the old maximum's scale
+        running_max = new_max
+    return unnormalized / running_sum
+
+
+@checker
+def check_bug_witness(answer: object) -> None:
+    """Six scores for which the update that forgets to rescale the running sum gives weights off by more than 0.01."""
+    if missing(answer):
+        return
+    scores = as_real_tensor(torch.as_tensor(answer, dtype=torch.float64) if isinstance(answer, (list, tuple)) else answer)
+    if scores is None or scores.numel() != WITNESS_KEYS:
+        return feedback(False, "Give the six scores of one query: a list, tensor or array of six numbers.",
+                        "请给出一个查询的六个分数：由六个数组成的列表、张量或数组。")
+    scores = scores.reshape(-1)
+    if not torch.isfinite(scores).all():
+        return feedback(False, "Use finite scores: the bug is about a maximum that grows, not about infinities.",
+                        "请用有限的分数：这个错误与最大值变大有关，与无穷大无关。")
+    gap = (_weights_without_sum_rescale(scores) - torch.softmax(scores, dim=0)).abs().max().item()
+    first_tile_max, later_max = scores[:WITNESS_TILE].max().item(), scores[WITNESS_TILE:].max().item()
+    if gap > WITNESS_GAP:
+        return feedback(True, f"The running maximum grows after the first tile, so the old sum had to shrink by e^(m − m'), "
+                        f"and the bug leaves it as it was: the weights are off by up to {gap:.2f}. Scores sorted from "
+                        "the largest down never make the maximum grow, so such tests cannot see this bug.",
+                        f"第一个分数块之后累积最大值变大了，旧的累积和本应乘以 e^(m − m') 缩小，而这个错误让它保持原样："
+                        f"权重最多差了 {gap:.2f}。从大到小排好的分数永远不会让最大值变大，所以这样的测试发现不了这个错误。")
+    if later_max <= first_tile_max:
+        return feedback(False, "The first tile already holds the largest score, so the running maximum never grows and the "
+                        "missing factor is never needed: put a larger score in a later tile.",
+                        "第一个分数块里已经有最大的分数，累积最大值从不变大，漏掉的因子也就用不上：把更大的分数放到后面的分数块里。")
+    feedback(False, f"The maximum grows, but only a little, so e^(m − m') is close to 1 and the weights differ by only {gap:.3f}: "
+             "make a later score larger by a few units.",
+             f"最大值变大了，但只大了一点，e^(m − m') 接近 1，权重只差 {gap:.3f}：让后面的某个分数再大几个单位。")

@@ -1,4 +1,4 @@
-"""Checkers for lesson 13: the real model's cache for 1,000 tokens, induction scores by hand, a window without sinks."""
+"""Checkers for lesson 13: the batch whose cache outweighs the weights, induction scores, a window without sinks."""
 
 from __future__ import annotations
 
@@ -8,50 +8,69 @@ import torch
 
 from . import as_real_number, as_whole_number, checker, feedback, missing
 
-CACHE_TOKENS = 1000
+CACHE_TOKENS = 2048  # exercise 1: sequences of 2,048 tokens, batched until their cache outweighs the weights
 FLOAT32_BYTES = 4
 WINDOW, LAST = 32, 100  # exercise 3: a window of 32 keys; the loss is averaged over the last 100 predictions
 
 
+def _batch_hint(batch: int, per_sequence: int, weights: int, config) -> tuple[str, str] | None:
+    """The usual slip that leads to `batch`, named in English and Chinese, or None."""
+    def first_over(per: int) -> int:
+        return weights // per + 1
+
+    if batch == first_over(per_sequence) - 1:
+        return (f"{batch} sequences cache {batch * per_sequence / 1e6:.1f} MB, still less than the {weights / 1e6:.0f} MB of "
+                "weights: a batch holds whole sequences, so round up.",
+                f"{batch} 个序列的缓存是 {batch * per_sequence / 1e6:.1f} MB，仍比 {weights / 1e6:.0f} MB 的权重少："
+                "批次里的序列是整数个，要向上取整。")
+    hints = {
+        first_over(per_sequence // 2): (
+            "That uses half the cache of a sequence: only the keys (or only the values), 2 bytes a number instead of "
+            "float32's 4, or 1,000 tokens instead of 2,048.",
+            "这是按一半的缓存算的：要么只算了键（或只算了值），要么按每个数 2 字节而不是 float32 的 4 字节算了，"
+            "要么用了 1,000 个词元而不是 2,048 个。"),
+        first_over(per_sequence // config.num_kv_heads * config.num_heads): (
+            f"You gave every one of the {config.num_heads} query heads its own keys and values; this model keeps "
+            f"{config.num_kv_heads} key/value heads per layer.",
+            f"你给 {config.num_heads} 个查询头各算了一份键和值；这个模型每层只有 {config.num_kv_heads} 个键值头。"),
+        first_over(per_sequence // config.num_layers): (
+            f"Every one of the {config.num_layers} layers caches its own keys and values.",
+            f"{config.num_layers} 层中的每一层都缓存自己的键和值。"),
+    }
+    return hints.get(batch)
+
+
 @checker
-def check_cache_bytes(answer: object, model: torch.nn.Module) -> None:
-    """The bytes of keys and values the model caches for CACHE_TOKENS tokens in float32 (batch 1)."""
+def check_batch_for_cache(answer: object, model: torch.nn.Module) -> None:
+    """The smallest batch of CACHE_TOKENS-token sequences whose float32 KV cache takes more bytes than the model's weights."""
     if missing(answer):
         return
     config = model.config
     head_dim = config.d_model // config.num_heads
-    per_token = 2 * config.num_layers * config.num_kv_heads * head_dim * FLOAT32_BYTES  # keys and values, every layer
-    expected = per_token * CACHE_TOKENS
-    hints = {
-        per_token * CACHE_TOKENS // config.num_kv_heads * config.num_heads: (
-            f"You gave every one of the {config.num_heads} query heads its own keys and values; this model keeps only "
-            f"{config.num_kv_heads} key/value heads per layer.",
-            f"你给 {config.num_heads} 个查询头各算了一份键和值；这个模型每层只有 {config.num_kv_heads} 个键值头。"),
-        expected // 2: ("That is half the right size: either you counted the keys alone (or the values alone), or you used "
-                        "2 bytes per number (float16). The exercise asks for float32, 4 bytes per number, and the cache "
-                        "keeps both keys and values.",
-                        "只有应有值的一半：要么只算了键（或只算了值），要么按每个数 2 字节（float16）算了。题目用的是 float32，"
-                        "每个数 4 字节，而且键和值都要存。"),
-        expected // FLOAT32_BYTES: ("That counts numbers, not bytes: a float32 number takes 4 bytes.",
-                                    "这是数的个数，不是字节数：一个 float32 数占 4 个字节。"),
-    }
-    number = as_real_number(answer)
-    if number is not None and any(math.isclose(number, expected / unit, rel_tol=0.05) for unit in (1e6, 2**20)):
-        return feedback(False, "That looks like MB or MiB; give the answer in bytes.", "这看起来是以 MB 或 MiB 为单位的数；请用字节给出答案。")
-    bytes_ = as_whole_number(answer)
-    if bytes_ is None:
-        return feedback(False, "Give a whole number of bytes, such as 1234567.", "请给出一个整数字节数，例如 1234567。")
-    if bytes_ == expected:
-        return feedback(True, f"2 (keys, values) × {config.num_layers} layers × {config.num_kv_heads} key/value heads × "
-                        f"{head_dim} × {CACHE_TOKENS} tokens × 4 bytes = {expected:,} bytes ({expected / 2**20:.1f} MiB). "
-                        "Now measure it in the next cell.",
-                        f"2（键和值）× {config.num_layers} 层 × {config.num_kv_heads} 个键值头 × {head_dim} × "
-                        f"{CACHE_TOKENS} 个词元 × 4 字节 = {expected:,} 字节（{expected / 2**20:.1f} MiB）。下一个单元格来实际测量。")
-    if bytes_ in hints:
-        return feedback(False, *hints[bytes_])
-    feedback(False, "Multiply: 2 (keys and values) × layers × key/value heads × head size × tokens × 4 bytes; "
-             "read the sizes from model.config.",
-             "请相乘：2（键和值）× 层数 × 键值头数 × 每个头的维数 × 词元数 × 4 字节；各个大小可以从 model.config 读出。")
+    per_sequence = 2 * config.num_layers * config.num_kv_heads * head_dim * CACHE_TOKENS * FLOAT32_BYTES
+    weights = sum(p.numel() for p in model.parameters()) * FLOAT32_BYTES
+    expected = weights // per_sequence + 1
+    batch = as_whole_number(answer)
+    if batch is None:
+        number = as_real_number(answer)
+        if number is not None and expected - 1 < number < expected:
+            return feedback(False, f"{number:g} is the ratio of the two; a batch holds whole sequences, so round it up.",
+                            f"{number:g} 是两者之比；批次里的序列是整数个，要向上取整。")
+        return feedback(False, "Give a whole number of sequences.", "请给出序列的个数，一个整数。")
+    if batch == expected:
+        return feedback(True, f"One sequence of {CACHE_TOKENS:,} tokens caches {per_sequence / 1e6:.1f} MB; the weights take "
+                        f"{weights / 1e6:.0f} MB, {weights / per_sequence:.1f} times as much, so from {expected} sequences on a "
+                        "decode step reads more cache than weights. Lesson 14 batches requests for this reason.",
+                        f"一个 {CACHE_TOKENS:,} 个词元的序列缓存 {per_sequence / 1e6:.1f} MB；权重占 {weights / 1e6:.0f} MB，"
+                        f"是它的 {weights / per_sequence:.1f} 倍，所以从 {expected} 个序列起，一步解码读取的缓存就比权重多。"
+                        "第 14 课正是因此把多个请求合成一批。")
+    hint = _batch_hint(batch, per_sequence, weights, config)
+    if hint is not None:
+        return feedback(False, *hint)
+    feedback(False, "Divide the weights' bytes (4 per parameter) by one sequence's cache: 2 (keys and values) × layers × "
+             "key/value heads × head size × 2,048 tokens × 4 bytes, and round up.",
+             "用权重的字节数（每个参数 4 字节）除以一个序列的缓存：2（键和值）× 层数 × 键值头数 × 每个头的维数 × "
+             "2,048 个词元 × 4 字节，再向上取整。")
 
 
 @torch.no_grad()

@@ -5,6 +5,7 @@
     python -m attention_utils.course.bench --check    # full run that fails unless the fused module meets its targets
     python -m attention_utils.course.bench --kernel   # only lesson 9's kernel memory: explicit vs tiled vs SDPA
     python -m attention_utils.course.bench --same-process --check   # only redo the same-process comparison
+    python -m attention_utils.course.bench --tiles    # only redo lesson 9's tiled loop at two tile sizes, against SDPA
     python -m attention_utils.course.bench --decode   # only lesson 12's decoding: KV cache, GQA, window, FlexAttention
     python -m attention_utils.course.bench --recurrent   # only lesson 16's decode step: KV cache against a fixed state
     python -m attention_utils.course.bench --model    # only the real model: lesson 13's prefill and decode step, lesson 14's formats and batches
@@ -31,7 +32,7 @@ from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
 from .recurrent import RECURRENT_FULL, RECURRENT_QUICK
 from .recurrent_report import run_recurrent
-from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child
+from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child, time_tile_sizes
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
 from .model_caches import CACHE_FULL, CACHE_QUICK, SAVED_CACHE, run_caches
 from .model_decode import MODEL_FULL, MODEL_QUICK
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--same-process", action="store_true",
                         help="only redo the same-process comparison into the saved results, then redraw and update the README")
     parser.add_argument("--kernel", action="store_true", help="only measure lesson 9's kernels into figures/bench_kernel.json")
+    parser.add_argument("--tiles", action="store_true", help="only redo lesson 9's tile-size timing into figures/bench_kernel.json")
     parser.add_argument("--decode", action="store_true",
                         help="only the decode benchmark (lesson 12) into figures/bench_decode.json (with --quick: build/bench/quick/)")
     parser.add_argument("--recurrent", action="store_true",
@@ -81,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache:
         run_caches(CACHE_QUICK if args.quick else CACHE_FULL, args.threads, out, args.quick, args.replot)
         print(f"cache results in {out / 'cache.json' if args.quick else SAVED_CACHE}; {time.perf_counter() - began:.0f} s")
+        return 0
+    if args.tiles:
+        saved = load_saved(SAVED_KERNEL)
+        saved["tile_sizes"] = run_in_child(time_tile_sizes, 2048, 7, args.threads)
+        save_json(saved, SAVED_KERNEL)
+        print(f"tile sizes in {SAVED_KERNEL}; {time.perf_counter() - began:.0f} s")
         return 0
     if args.kernel:
         save_json(measure_kernels(args.threads, args.rounds or KERNEL_ROUNDS), SAVED_KERNEL)

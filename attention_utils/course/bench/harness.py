@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import math
 import multiprocessing
 import platform
@@ -31,6 +32,7 @@ from tqdm import tqdm
 
 from ...modules import MultiHeadAttention
 from ...results import loglog_slope
+from ...tiled import tiled_attention
 from .implementations import (
     IMPLEMENTATIONS,
     KERNEL_BLOCK,
@@ -38,10 +40,12 @@ from .implementations import (
     KERNEL_LENGTHS,
     KERNEL_ROUNDS,
     KERNEL_SHAPE,
+    KERNEL_TILE_SIZES,
     KERNELS,
     MODES,
     SAME_PROCESS,
     SAME_PROCESS_PAIRS,
+    SAME_PROCESS_REPEATS,
     Workload,
 )
 
@@ -105,14 +109,16 @@ def measure(key: str, mode: str, length: int, workload: Workload, threads: int) 
     return {"times": times, "memory_mib": memory}
 
 
-def measure_interleaved(workload: Workload, length: int, calls: int, threads: int) -> dict:
+def measure_interleaved(workload: Workload, length: int, calls: int, threads: int, repeats: int = SAME_PROCESS_REPEATS) -> dict:
     """The steps from the book's module to the bare floor, timed in one process, inference.
 
     Separate processes differ by more than the few percent the module's checks may cost, and a busy
     machine slows one process more than another. So each step is timed as a pair of neighbours in one
     process, back to back and in alternating order (the book's module against one QKV matmul, that
     against the fused module, the fused module against the bare floor and against a boolean mask):
-    both sides of a ratio share the input, the machine's moment and what ran just before.
+    both sides of a ratio share the input, the machine's moment and what ran just before. The whole
+    sequence of pairs runs `repeats` times, and every pair's own two medians are kept, so that the
+    spread of a ratio across repeats shows how far one pair can be trusted.
     """
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -120,23 +126,35 @@ def measure_interleaved(workload: Workload, length: int, calls: int, threads: in
     modules = {key: IMPLEMENTATIONS[key].build(book).eval() for key in SAME_PROCESS}
     x = torch.randn(workload.batch, length, workload.d_model)
     times: dict[str, list[float]] = {key: [] for key in modules}
-    ratios = {}
+    pairs = []
     with torch.inference_mode():
         for module in modules.values():
             module(x)  # warm-up
-        for first, second in SAME_PROCESS_PAIRS:
-            pair: dict[str, list[float]] = {first: [], second: []}
-            for call in range(calls):
-                for key in (first, second) if call % 2 == 0 else (second, first):
-                    start = time.perf_counter()
-                    modules[key](x)
-                    pair[key].append(time.perf_counter() - start)
-            ratios[f"{first}/{second}"] = statistics.median(pair[first]) / statistics.median(pair[second])
-            for key, found in pair.items():
-                times[key] += found
+        for repeat in range(repeats):
+            for first, second in SAME_PROCESS_PAIRS:
+                pair = time_pair(modules, first, second, x, calls)
+                pairs.append({"repeat": repeat, "first": first, "second": second,
+                              "first_ms": 1e3 * statistics.median(pair[first]),
+                              "second_ms": 1e3 * statistics.median(pair[second])})
+                pairs[-1]["ratio"] = pairs[-1]["first_ms"] / pairs[-1]["second_ms"]
+                for key, found in pair.items():
+                    times[key] += found
+    ratios = {f"{a}/{b}": statistics.median(p["ratio"] for p in pairs if (p["first"], p["second"]) == (a, b))
+              for a, b in SAME_PROCESS_PAIRS}
     median_ms = {key: 1e3 * statistics.median(found) for key, found in times.items()}
-    return {"length": length, "calls": calls, "median_ms": median_ms, "ratios": ratios,
-            "fused_over_bare": ratios["fused/bare"]}
+    return {"length": length, "calls": calls, "repeats": repeats, "date": time.strftime("%Y-%m-%d"),
+            "median_ms": median_ms, "pairs": pairs, "ratios": ratios, "fused_over_bare": ratios["fused/bare"]}
+
+
+def time_pair(modules: dict, first: str, second: str, x: torch.Tensor, calls: int) -> dict[str, list[float]]:
+    """`calls` timed calls of each of two modules, back to back, the order alternating from call to call."""
+    pair: dict[str, list[float]] = {first: [], second: []}
+    for call in range(calls):
+        for key in (first, second) if call % 2 == 0 else (second, first):
+            start = time.perf_counter()
+            modules[key](x)
+            pair[key].append(time.perf_counter() - start)
+    return pair
 
 
 def measure_kernel(key: str, length: int, threads: int) -> dict:
@@ -190,6 +208,35 @@ def time_kernels_together(length: int, calls: int, threads: int) -> dict:
             "ratios": ratios}
 
 
+def time_tile_sizes(length: int, calls: int, threads: int, sizes: tuple[int, int] = KERNEL_TILE_SIZES) -> dict:
+    """The tiled loop at a small and a large tile, and the large one against SDPA, as neighbouring pairs in one process.
+
+    Lesson 9's test of why the loop is slower than SDPA: larger tiles mean fewer PyTorch calls for about the same
+    bytes written and read back, so a fixed cost per call shows as a loop that gets faster with larger tiles.
+    """
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    shape = (KERNEL_SHAPE["batch"], KERNEL_SHAPE["heads"], length, KERNEL_SHAPE["head_dim"])
+    queries, keys, values = (torch.randn(shape) for _ in range(3))
+    small, large = sizes
+    kernels = {f"tiled_{size}": functools.partial(tiled_attention, block_size=size, causal=True) for size in sizes}
+    kernels["sdpa"] = KERNELS["sdpa"][1]
+    times: dict[str, list[float]] = {key: [] for key in kernels}
+    ratios = {}
+    with torch.inference_mode():
+        for attend in kernels.values():
+            attend(queries, keys, values)  # warm-up
+        for first, second in ((f"tiled_{small}", f"tiled_{large}"), (f"tiled_{large}", "sdpa")):
+            for call in range(calls):
+                for key in (first, second) if call % 2 == 0 else (second, first):
+                    start = time.perf_counter()
+                    kernels[key](queries, keys, values)
+                    times[key].append(time.perf_counter() - start)
+            ratios[f"{first}/{second}"] = statistics.median(times[first][-calls:]) / statistics.median(times[second][-calls:])
+    return {"length": length, "calls": calls, "sizes": list(sizes),
+            "median_ms": {key: 1e3 * statistics.median(t) for key, t in times.items()}, "ratios": ratios}
+
+
 def measure_kernels(threads: int, rounds: int = KERNEL_ROUNDS) -> dict:
     """Every kernel at every length, each in `rounds` fresh processes; medians and fitted slopes."""
     runs = [(key, t) for t in KERNEL_LENGTHS for key in KERNELS if key != "explicit" or t <= KERNEL_EXPLICIT_LIMIT]
@@ -226,6 +273,7 @@ def measure_kernels(threads: int, rounds: int = KERNEL_ROUNDS) -> dict:
         "rows": rows,
         "slopes_from_2048": slopes,
         "same_process": run_in_child(time_kernels_together, 2048, 7, threads),
+        "tile_sizes": run_in_child(time_tile_sizes, 2048, 7, threads),
     }
 
 

@@ -175,6 +175,7 @@ QUICK = Workload(2, 64, 4, (32, 128), 2, 0.02, 3, None, compile=False)
 SAME_PROCESS = ("book", "explicit", "fused", "bare", "bool_mask")  # the steps lesson 8 attributes the speed-up to
 SAME_PROCESS_PAIRS = (("book", "explicit"), ("explicit", "fused"), ("fused", "bare"), ("bool_mask", "fused"))
 SAME_PROCESS_CALLS = 15
+SAME_PROCESS_REPEATS = 3  # the whole sequence of pairs, run again: the spread of each ratio
 
 
 # Lesson 9's kernel comparison: one causal attention call on (batch, heads, T, head_dim) tensors.
@@ -182,6 +183,7 @@ KERNEL_SHAPE = dict(batch=1, heads=8, head_dim=64)
 KERNEL_LENGTHS = (1024, 2048, 4096, 8192)
 KERNEL_EXPLICIT_LIMIT = 4096  # the explicit (T, T) scores at 8192 would need several GiB
 KERNEL_BLOCK = 128
+KERNEL_TILE_SIZES = (64, 256)  # lesson 9's test of the loop's cost per call: the same loop at a small and a large tile
 KERNEL_ROUNDS = 2
 
 
