@@ -48,14 +48,14 @@ def check_state_bytes(answer: object) -> None:
                         f"({expected / 2**20:g} MiB), at any length.",
                         f"{STATE_HEADS} × {STATE_KEY_DIM} × {STATE_VALUE_DIM} × {BYTES_PER_VALUE} = {expected:,} 字节"
                         f"（{expected / 2**20:g} MiB），无论序列多长都是这么大。")
-    if found == expected * 2:
-        return feedback(False, "A state is one d_v × d_k matrix per head; there is no separate one for keys and values.",
-                        "每个头的状态只是一个 d_v × d_k 的矩阵，并没有键和值各一份。")
+    if found == expected * 2:  # float32 and a second matrix give the same number: name both
+        return feedback(False, "Twice the answer: either you took 4 bytes a number (bfloat16 takes 2), or you kept a "
+                        "second matrix (a state is one d_v × d_k matrix per head, not one for keys and one for values).",
+                        "正好是答案的 2 倍：要么按每个数 4 个字节算了（bfloat16 每个数占 2 个字节），要么多算了一个矩阵"
+                        "（每个头的状态只是一个 d_v × d_k 的矩阵，并没有键和值各一份）。")
     if found == expected // BYTES_PER_VALUE:
         return feedback(False, "That is the count of numbers; each bfloat16 number takes 2 bytes.",
                         "这是数的个数；每个 bfloat16 数占 2 个字节。")
-    if found == expected * 2 // BYTES_PER_VALUE:
-        return feedback(False, "bfloat16 takes 2 bytes per number, not 4.", "bfloat16 每个数占 2 个字节，而不是 4 个。")
     feedback(False, "Multiply: heads × d_k × d_v × bytes per number.", "把这些乘起来：头数 × d_k × d_v × 每个数的字节数。")
 
 
