@@ -136,14 +136,18 @@ def recall_sequence(pairs: torch.Tensor, asked: torch.Tensor, num_keys: int,
     written = torch.arange(1, writes + 1).expand_as(pairs[..., 0])
     latest = ((pairs[..., 0][:, None, :] == asked[..., None]) * written[:, None, :]).argmax(dim=-1)  # (b, N): last write
     answers = pairs[..., 1].gather(1, latest)
-    tokens = lambda found: (found + torch.tensor([0, num_keys])).flatten(1)  # values after the keys
-    parts = [tokens(pairs), tokens(torch.stack([asked, answers], dim=-1))]
+    parts = [_tokens(pairs, num_keys), _tokens(torch.stack([asked, answers], dim=-1), num_keys)]
     if earlier is not None:
-        parts[:0] = [tokens(earlier), torch.full((pairs.shape[0], 1), 2 * num_keys)]
+        parts[:0] = [_tokens(earlier, num_keys), torch.full((pairs.shape[0], 1), 2 * num_keys)]
     sequence = torch.cat(parts, dim=1)
     scored = torch.zeros_like(sequence, dtype=torch.bool)
     scored[:, sequence.shape[1] - 2 * asked.shape[1] :: 2] = True  # each asked key; its target is the value after it
     return sequence, torch.roll(sequence, -1, dims=1), scored
+
+
+def _tokens(pairs: torch.Tensor, num_keys: int) -> torch.Tensor:
+    """(b, W, 2) key ids and values counted from 0 -> (b, 2 W) token ids: k v k v ..., values after the keys."""
+    return (pairs + torch.tensor([0, num_keys])).flatten(1)
 
 
 def sequence_length(num_pairs: int, rebind: bool, boundary: bool) -> int:
