@@ -1,10 +1,12 @@
 """Lesson 16's recall grid: small models trained on associative recall, two seeds each, saved for the lesson to read.
 
-Three parts, each a RecallTask and a set of models (d_model 32, one head):
+Four parts, each a RecallTask and a set of models (d_model 32, one head):
 - capacity: up to 24 pairs of 64 keys, with queries and keys of d_k = 8 or 16, so a state of
   d_k × 32 numbers meets more pairs than it has key directions; softmax attention with all tokens,
   and within a window that keeps as many numbers as the d_k = 8 states; a hybrid (linear under
   softmax within that window, which cannot recall alone), and two linear layers as its depth-matched control;
+- cliff: lesson 16's live task (32 keys, up to 16 pairs, shorter sequences) with states of d_k = 4 or 8,
+  so that from N = d_k + 1 on there are more pairs than directions;
 - rebind: every key bound again to a new value before the questions (the delta rule's overwrite);
 - boundary: an earlier document of other pairs before a boundary token (the gate's forgetting).
 Training takes minutes per model on one core, so `make bench` runs it and lesson 16 reads the file.
@@ -59,16 +61,22 @@ def _capacity_runs() -> tuple[RecallRun, ...]:
     return tuple(runs)
 
 
+def _cliff_runs() -> tuple[RecallRun, ...]:
+    return tuple(RecallRun("cliff", kind, MODELS[kind], size) for size in (SMALL_KEYS // 2, SMALL_KEYS)
+                 for kind in ("linear", "delta"))
+
+
 def _variant_runs(part: str) -> tuple[RecallRun, ...]:
     size = D_MODEL if part == "rebind" else 2 * SMALL_KEYS
     return tuple(RecallRun(part, kind, MODELS[kind], size) for kind in ("softmax", "linear", "delta", "gated_delta"))
 
 
 RECALL_FULL = RecallWorkload(
-    tasks={"capacity": dict(num_keys=64, most_pairs=24), "rebind": dict(num_keys=64, most_pairs=8, rebind=True),
+    tasks={"capacity": dict(num_keys=64, most_pairs=24), "cliff": dict(num_keys=32, most_pairs=16),
+           "rebind": dict(num_keys=64, most_pairs=8, rebind=True),
            "boundary": dict(num_keys=64, most_pairs=16, boundary=True)},
-    pairs={"capacity": (4, 8, 12, 16, 24), "rebind": (2, 4, 8), "boundary": (4, 8, 12, 16)},
-    runs=_capacity_runs() + _variant_runs("rebind") + _variant_runs("boundary"),
+    pairs={"capacity": (4, 8, 12, 16, 24), "cliff": (2, 4, 8, 12, 16), "rebind": (2, 4, 8), "boundary": (4, 8, 12, 16)},
+    runs=_capacity_runs() + _cliff_runs() + _variant_runs("rebind") + _variant_runs("boundary"),
     seeds=(0, 1), steps=400)
 RECALL_QUICK = replace(RECALL_FULL, runs=tuple(run for run in RECALL_FULL.runs if run.name == "delta"), steps=5)
 
