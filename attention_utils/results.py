@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
 SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"  # lesson 16's tables (explorers/lesson16) read it
+SAVED_RECALL = ROOT / "figures" / "bench_recall.json"  # lesson 16's recall grid (make bench, or --recall)
 
 
 def load_saved(path: Path = SAVED) -> dict:

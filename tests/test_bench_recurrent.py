@@ -10,7 +10,7 @@ import torch
 
 from attention_utils import results
 from attention_utils.explorers import lesson16 as explorers16
-from attention_utils.course.bench import recurrent, recurrent_report
+from attention_utils.course.bench import recall_grid, recurrent, recurrent_report
 from attention_utils.recurrent import delta_rule_recurrent, linear_attention_recurrent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,3 +58,43 @@ def test_the_saved_results_match_their_workload_and_the_readme():
     assert saved["workload"]["d_model"] == recurrent.RECURRENT_FULL.d_model
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert explorers16.crossovers(saved)["en"] in readme
+
+
+def tiny_recall_workload() -> recall_grid.RecallWorkload:
+    """Two parts, one small model each, two training steps: enough to check the file, not to learn."""
+    return recall_grid.RecallWorkload(
+        tasks={"capacity": dict(num_keys=8, most_pairs=4), "boundary": dict(num_keys=8, most_pairs=2, boundary=True)},
+        pairs={"capacity": (1, 4), "boundary": (2,)},
+        runs=(recall_grid.RecallRun("capacity", "window", ("softmax",), 4, 3),
+              recall_grid.RecallRun("boundary", "gated_delta", ("gated_delta",), 4)),
+        seeds=(0, 1), steps=2)
+
+
+def test_the_recall_grid_saves_a_row_per_seed_and_keeps_other_parts(tmp_path):
+    found = recall_grid.run_recall(tiny_recall_workload(), tmp_path, quick=True)
+    saved = json.loads((tmp_path / "recall.json").read_text(encoding="utf-8"))
+    assert saved["rows"] == found["rows"] and len(saved["rows"]) == 2 * 2 + 2 * 1  # seeds x pairs, per run
+    window = [row for row in saved["rows"] if row["model"] == "window"]
+    assert {(row["seed"], row["pairs"]) for row in window} == {(0, 1), (0, 4), (1, 1), (1, 4)}
+    assert {row["kept_floats"] for row in window if row["pairs"] == 4} == {3 * (4 + 32)}  # 3 tokens: a key, a value of 32
+    boundary = [row for row in saved["rows"] if row["part"] == "boundary"]
+    assert [row["kept_floats"] for row in boundary] == [4 * 32, 4 * 32]  # a state of d_k 4 x d_model 32
+    again = recall_grid.run_recall(tiny_recall_workload(), tmp_path, quick=True, only=("boundary",))
+    assert [row for row in again["rows"] if row["part"] == "capacity"] == window  # kept, not trained again
+
+
+def test_the_saved_recall_grid_has_both_seeds_for_every_run():
+    saved = results.load_saved(results.SAVED_RECALL)
+    work = saved["workload"]
+    assert work["seeds"] == list(recall_grid.RECALL_FULL.seeds) and len(work["seeds"]) == 2
+    for run in work["runs"]:
+        rows = [row for row in saved["rows"] if row["part"] == run["part"] and row["model"] == run["name"]
+                and row["key_size"] == run["key_size"]]
+        assert sorted((row["seed"], row["pairs"]) for row in rows) == sorted(
+            (seed, n) for seed in work["seeds"] for n in work["pairs"][run["part"]]), run
+
+
+def test_the_matched_window_keeps_no_more_than_the_small_state():
+    """6 tokens of a key (8) and a value (32) numbers: 240, against a delta-rule state of 8 x 32 = 256 (by hand)."""
+    assert recall_grid.MATCHED_WINDOW == 6
+    assert 6 * (8 + 32) <= 8 * 32 < 7 * (8 + 32)

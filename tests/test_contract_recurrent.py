@@ -359,3 +359,24 @@ def test_a_recall_model_on_meta_is_refused_before_training():
     model = RecallModel(task.vocab_size, 8, ("delta",)).to("meta")
     assert_contract_error(lambda: train_recall(model, task, 2, seed=0, progress=False), "model", "meta", kind=ValueError)
     assert_contract_error(lambda: recall_accuracy(model, task, 2, seed=0), "model", "meta", kind=ValueError)
+
+
+@pytest.mark.parametrize("name", ["rebind", "boundary"])
+@pytest.mark.parametrize("bad", [None, "yes", 1, 0.0], ids=label)
+def test_recall_task_variants_are_flags(name, bad):
+    assert_contract_error(lambda: RecallTask(**{name: bad}), name, kind=TypeError)
+
+
+def test_a_boundary_task_needs_keys_for_two_documents():
+    """Two documents of distinct keys: 8 keys hold at most 4 pairs each."""
+    assert_contract_error(lambda: RecallTask(num_keys=8, most_pairs=5, boundary=True), "most_pairs", "4", kind=ValueError)
+    assert_contract_error(lambda: RecallTask(num_keys=8, most_pairs=4, boundary=True).batch(2, torch.Generator(), 5),
+                          "num_pairs", "4", kind=ValueError)
+
+
+@pytest.mark.parametrize("bad", [bad for bad in NOT_A_SIZE if bad is not None], ids=label)  # None: no window
+def test_a_window_must_be_a_size(monkeypatch, bad):
+    assert_contract_error(lambda: RecallModel(16, 8, ("softmax",), window=bad), "window")
+    monkeypatch.setattr(recall, "train_recall", lambda *args, **kwargs: pytest.fail("trained before refusing"))
+    assert_contract_error(lambda: recall.recall_grid(RecallTask(num_keys=8, most_pairs=2), 8, (0,), 2, (1,),
+                                                     progress=False, window=bad), "window")

@@ -9,6 +9,7 @@ numbers then fails here until the sentence is re-read. Where a reference exists 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -101,3 +102,43 @@ def test_lesson09_gap_to_sdpa_and_crossed_tiles():
     crossed, computed = row[2], row[4]
     assert f"they are {crossed} of the {computed}" in prose(nb, "en")
     assert f"{computed} 个需要计算的分数块中有 {crossed} 个" in prose(nb, "zh")
+
+
+@pytest.fixture(scope="module")
+def fixed_memory():
+    return lesson("16_fixed_size_memory.ipynb")
+
+
+def test_lesson16_b_fades_once(fixed_memory):
+    """B is written by the second write and read after the third: one decay, 7 x 0.5 (by hand), as the cell prints."""
+    assert printed(r"decay 0\.5: \[5\.0, 7\.0, ([\d.]+)\]", stored_text(fixed_memory))[1] == "3.5" == f"{7 * 0.5}"
+    assert "comes back as $7 \\times 0.5 = 3.5$" in prose(fixed_memory, "en")
+    assert "读出来就是 $7 \\times 0.5 = 3.5$" in prose(fixed_memory, "zh")
+
+
+def test_lesson16_thread_count_is_the_saved_one(fixed_memory):
+    saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_recurrent.json").read_text(encoding="utf-8"))
+    assert int(printed(r"make bench \([^)]*, (\d+) threads\):", stored_text(fixed_memory))[1]) == saved["environment"]["threads"]
+    for language in ("en", "zh"):
+        assert not re.search(r"one thread on|单线程测的", prose(fixed_memory, language))
+
+
+def seeds_text(language: str, *accuracies: float) -> str:
+    return (" 和 " if language == "zh" else " and ").join(f"{a:.2f}" for a in accuracies)
+
+
+@pytest.mark.parametrize("part, model, key_size, pairs", [
+    ("capacity", "linear", 8, 4), ("capacity", "linear", 8, 24), ("capacity", "linear", 16, 4),
+    ("capacity", "linear", 16, 24), ("capacity", "delta", 8, 4), ("capacity", "delta", 16, 4),
+    ("capacity", "window", 8, 4), ("capacity", "hybrid_window", 8, 4), ("capacity", "two_linear", 8, 24),
+    ("rebind", "linear", 32, 2), ("rebind", "linear", 32, 8), ("rebind", "softmax", 32, 2),
+    ("cliff", "delta", 8, 2), ("cliff", "delta", 8, 16), ("cliff", "linear", 8, 2), ("cliff", "delta", 4, 16),
+    ("cliff", "linear", 4, 16)])
+def test_lesson16_grid_readings_quote_both_seeds_of_the_saved_grid(fixed_memory, part, model, key_size, pairs):
+    """Each sentence that reads a grid cell quotes both seeds as the saved file has them (a re-run grid fails here)."""
+    saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_recall.json").read_text(encoding="utf-8"))
+    found = [row["accuracy"] for row in sorted(saved["rows"], key=lambda r: r["seed"]) if row["part"] == part
+             and row["model"] == model and row["key_size"] == key_size and row["pairs"] == pairs]
+    assert len(found) == 2
+    for language in ("en", "zh"):
+        assert seeds_text(language, *found) in prose(fixed_memory, language), (language, found)

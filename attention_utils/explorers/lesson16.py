@@ -309,9 +309,10 @@ def crossovers(results: dict) -> dict:
     else:
         time_en = "In time, the softmax step stayed faster than the delta-rule step at every length measured"
         time_zh = "在耗时上，测量的每个长度下 softmax 的一步解码都比 delta 规则快"
-    en = (f"The cache outgrows the state at T = {memory:,.0f} tokens. {time_en}; at T = {longest['length']:,} it takes "
+    en = (f"The cache holds as many bytes as the state at T = {memory:,.0f} tokens, and more after. {time_en}; at "
+          f"T = {longest['length']:,} it takes "
           f"{ratio:.1f}× as long. From T = {first['length']:,} to {longest['length']:,} the cache grew {grow:,.0f}-fold and "
           "the states not at all.")
-    zh = (f"T = {memory:,.0f} 个词元时，缓存就比状态大了。{time_zh}；到 T = {longest['length']:,} 时，耗时是 delta 规则的 "
+    zh = (f"T = {memory:,.0f} 个词元时，缓存与状态一样大，之后就超过它。{time_zh}；到 T = {longest['length']:,} 时，耗时是 delta 规则的 "
           f"{ratio:.1f} 倍。从 T = {first['length']:,} 到 {longest['length']:,}，缓存增大到原来的 {grow:,.0f} 倍，状态则一点没变。")
     return {"memory": memory, "time": when, "en": en, "zh": zh}

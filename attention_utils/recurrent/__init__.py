@@ -3,8 +3,8 @@
 - `linear_attention`: φ(q)·φ(k) in place of exp(q·k), in three forms that give the same output
   (parallel, recurrent, chunked);
 - `delta_rule`: the delta rule and its gated version, token by token and all at once;
-- `recall`: the multi-query associative recall task, the small models that learn it, and their
-  training loop.
+- `recall_task`: the multi-query associative recall task, and its rebind and boundary variants;
+- `recall`: the small models that learn it, their training loop and the grid of seeds and sizes.
 
 Modules here import only from the top of `attention_utils`, never from its other parts.
 """

@@ -1,26 +1,13 @@
-"""Multi-query associative recall (Arora et al. 2023, "Zoology"), and the small models of lesson 16 that learn it.
+"""The small models of lesson 16 that learn multi-query associative recall (the task is in recall_task), and their grid.
 
-A sequence lists N key–value pairs, then asks for every key again in a random order:
-
-    k3 v7  k0 v2  k5 v1 | k0 v2  k5 v1  k3 v7
-                          ^ answer v2 here
-
-At each asked key the model must name its value, which only the first half of the sequence says.
-Keys are tokens 0 .. num_keys − 1, values num_keys .. 2 num_keys − 1. Softmax attention keeps
-every pair in its cache; a layer with a fixed state must squeeze all N pairs into it.
-
-Held-out sequences use key–value combinations that training never shows: a pair (key k, value v)
-is held out when (k + v) mod 4 == 0 (v counted from 0). So a model that answers held-out questions
-reads the pairs from its context; it cannot have memorized them.
-
-This task lives here, not beside lesson 10's tasks: those spell letters a–z with one token kind;
-this one needs two vocabularies (keys and values) and a split of the pairs themselves.
+Each model is an embedding, a one-token shift, one or two token-mixing layers (softmax attention,
+optionally within a sliding window, linear attention, the delta rule or the gated delta rule) and a
+read-out. `recall_grid` trains a set of them with several seeds and measures held-out recall.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -29,99 +16,16 @@ from tqdm.auto import tqdm
 
 from ..checks import bilingual, check_flag, check_heads, check_real, check_seed, check_size, check_tensor, shown
 from ..devices import check_fits
-from ..language import text
 from ..modules import MOST_MODULES
-from ..tasks import Batch
 from ..tiny_model import check_model_fits, check_tokens
 from ..training import check_progress, masked_loss, progress_bar
 from .delta_rule import delta_rule_parallel
 from .linear_attention import feature_map, linear_attention_parallel
+from .recall_task import HELD_OUT_EVERY, RecallTask, check_pairs, sequence_length
 
-HELD_OUT_EVERY = 4  # (key + value) % 4 == 0: a quarter of the combinations never appear in training
+__all__ = ["HELD_OUT_EVERY", "KINDS", "MODELS", "MODEL_NAMES", "Mixer", "RecallModel", "RecallTask", "recall_accuracy",
+           "recall_grid", "train_recall"]
 KINDS = ("softmax", "linear", "delta", "gated_delta")
-
-
-@dataclass(frozen=True)
-class RecallTask:
-    """N key–value pairs, then every key again; the model names each key's value. N is drawn per batch."""
-
-    num_keys: int = 32
-    most_pairs: int = 16
-    fewest_pairs: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("num_keys", "most_pairs", "fewest_pairs"):
-            object.__setattr__(self, name, check_size(getattr(self, name), name))
-        if self.num_keys % HELD_OUT_EVERY:
-            raise ValueError(bilingual(
-                f"num_keys must be a multiple of {HELD_OUT_EVERY} (the held-out split takes one value in {HELD_OUT_EVERY} "
-                f"for every key), got {self.num_keys}.",
-                f"num_keys 必须是 {HELD_OUT_EVERY} 的倍数（留出划分为每个键留出 {HELD_OUT_EVERY} 个值中的 1 个），"
-                f"实际是 {self.num_keys}。"))
-        if not self.fewest_pairs <= self.most_pairs <= self.num_keys:
-            raise ValueError(bilingual(
-                f"need fewest_pairs <= most_pairs <= num_keys (the keys of a sequence are distinct), got "
-                f"{self.fewest_pairs}, {self.most_pairs}, {self.num_keys}.",
-                f"需要 fewest_pairs <= most_pairs <= num_keys（一条序列里的键互不相同），实际是 "
-                f"{self.fewest_pairs}、{self.most_pairs}、{self.num_keys}。"))
-        check_fits(self.num_keys, "num_keys", lambda k: _batch_bytes(1, k, self.most_pairs))
-
-    @property
-    def vocab_size(self) -> int:
-        return 2 * self.num_keys
-
-    @property
-    def length(self) -> int:
-        """The longest sequence: most_pairs pairs, then most_pairs questions with their answers."""
-        return 4 * self.most_pairs
-
-    def batch(self, batch_size: int, generator: torch.Generator, num_pairs: int | None = None,
-              held_out: bool = False) -> Batch:
-        """(inputs, targets, scored), each (batch_size, 4 N). Only the asked keys are scored: target = their value."""
-        batch_size = check_size(batch_size, "batch_size")
-        if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
-            raise TypeError(bilingual(
-                f"generator must be a CPU torch.Generator, got {type(generator).__name__}; "
-                "for example torch.Generator().manual_seed(0).",
-                f"generator 必须是 CPU 上的 torch.Generator，实际是 {type(generator).__name__}；"
-                "例如 torch.Generator().manual_seed(0)。"))
-        held_out = check_flag(held_out, "held_out")
-        if num_pairs is None:
-            num_pairs = int(torch.randint(self.fewest_pairs, self.most_pairs + 1, (), generator=generator))
-        num_pairs = check_pairs(num_pairs, "num_pairs", self.num_keys)
-        check_fits(batch_size, "batch_size", lambda b: _batch_bytes(b, self.num_keys, num_pairs))
-        keys = torch.rand(batch_size, self.num_keys, generator=generator).argsort(dim=1)[:, :num_pairs]
-        values = self._values(keys, held_out, generator)
-        order = torch.rand(batch_size, num_pairs, generator=generator).argsort(dim=1)  # the order of the questions
-        pairs = torch.stack([keys, values + self.num_keys], dim=-1)  # (b, N, 2)
-        asked = pairs.gather(1, order[..., None].expand(-1, -1, 2))
-        sequence = torch.cat([pairs, asked], dim=1).flatten(1)  # (b, 4 N): k v k v ... | k v k v ...
-        inputs, targets = sequence, torch.roll(sequence, -1, dims=1)
-        scored = torch.zeros_like(sequence, dtype=torch.bool)
-        scored[:, 2 * num_pairs :: 2] = True  # each asked key; its target is the value after it
-        return inputs, targets, scored
-
-    def _values(self, keys: torch.Tensor, held_out: bool, generator: torch.Generator) -> torch.Tensor:
-        """A value for each key: (key + value) % 4 is 0 for held-out pairs, 1, 2 or 3 for training pairs."""
-        group = torch.randint(0, self.num_keys // HELD_OUT_EVERY, keys.shape, generator=generator)
-        residue = (torch.zeros_like(keys) if held_out
-                   else torch.randint(1, HELD_OUT_EVERY, keys.shape, generator=generator))
-        return HELD_OUT_EVERY * group + (residue - keys) % HELD_OUT_EVERY
-
-
-def check_pairs(num_pairs: object, name: str, num_keys: int) -> int:
-    """A number of pairs from 1 to num_keys: the keys of one sequence are distinct."""
-    num_pairs = check_size(num_pairs, name)
-    if num_pairs > num_keys:
-        raise ValueError(bilingual(
-            f"{name} must be at most num_keys={num_keys} (the keys of a sequence are distinct), got {num_pairs}.",
-            f"{name} 不能超过 num_keys={num_keys}（一条序列里的键互不相同），实际是 {num_pairs}。"))
-    return num_pairs
-
-
-def _batch_bytes(batch_size: int, num_keys: int, num_pairs: int) -> int:
-    """About what a batch holds: random ranks of every key (float32 and their int64 order), and 3 rows of 4 N ids."""
-    return batch_size * (12 * num_keys + 3 * 8 * 4 * num_pairs)
 
 
 def check_recall_setup(model: object, task: object) -> None:
@@ -168,15 +72,18 @@ class Mixer(nn.Module):
     """One token-mixing layer: softmax attention, linear attention, the delta rule or the gated delta rule.
 
     key_size is d_k per head (head_dim when None): a state is d_k × head_dim, so changing d_k alone
-    changes the state's size while the model keeps its width.
+    changes the state's size while the model keeps its width. window (softmax only) lets each token
+    see itself and the window − 1 tokens before it, so the cache never holds more than window tokens.
     """
 
-    def __init__(self, kind: str, d_model: int, num_heads: int = 1, key_size: int | None = None) -> None:
+    def __init__(self, kind: str, d_model: int, num_heads: int = 1, key_size: int | None = None,
+                 window: int | None = None) -> None:
         super().__init__()
         _check_kind(kind)
         d_model, num_heads = check_size(d_model, "d_model"), check_size(num_heads, "num_heads")
         check_heads(d_model, num_heads, "d_model")
         key_size = None if key_size is None else check_size(key_size, "key_size")
+        self.window = None if window is None or kind != "softmax" else check_size(window, "window")
         if key_size is not None:  # the queries and keys of every head: 2 x key_size numbers per head and input feature
             check_fits(key_size, "key_size", lambda k: 4 * d_model * num_heads * 2 * k)
         self.kind, self.num_heads, self.head_dim = kind, num_heads, d_model // num_heads
@@ -196,7 +103,10 @@ class Mixer(nn.Module):
         sizes = (self.num_heads * self.key_size,) * 2 + (self.num_heads * self.head_dim,)
         q, k, v = (part.view(b, length, self.num_heads, size // self.num_heads).transpose(1, 2)  # sizes, not -1: batch 0
                    for part, size in zip(self.qkv(h).split(sizes, dim=-1), sizes))  # (b, heads, T, d_k or d_v)
-        if self.kind == "softmax":
+        if self.kind == "softmax" and self.window is not None:
+            back = torch.arange(length)[:, None] - torch.arange(length)[None, :]  # how far back each key lies
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=((back >= 0) & (back < self.window)).to(x.device))
+        elif self.kind == "softmax":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif self.kind == "linear":
             out = linear_attention_parallel(feature_map(q), feature_map(k), v, normalize=True)
@@ -207,11 +117,12 @@ class Mixer(nn.Module):
         return x + self.out_proj(out.transpose(1, 2).reshape(b, length, d))
 
     def state_floats(self, length: int) -> int:
-        """Numbers this layer keeps per sequence while decoding: the state, or the cache after `length` tokens."""
+        """Numbers this layer keeps per sequence while decoding: the state (with linear attention's normalizer Σ φ(k)),
+        or the cache after `length` tokens (at most `window` of them)."""
         length = check_size(length, "length", minimum=0)
         if self.kind == "softmax":
-            return length * self.num_heads * (self.key_size + self.head_dim)
-        return self.num_heads * self.key_size * self.head_dim
+            return min(length, self.window or length) * self.num_heads * (self.key_size + self.head_dim)
+        return self.num_heads * self.key_size * (self.head_dim + (self.kind == "linear"))
 
 
 class RecallModel(nn.Module):
@@ -222,7 +133,7 @@ class RecallModel(nn.Module):
     """
 
     def __init__(self, vocab_size: int, d_model: int, kinds: tuple[str, ...], num_heads: int = 1,
-                 key_size: int | None = None) -> None:
+                 key_size: int | None = None, window: int | None = None) -> None:
         super().__init__()
         self.vocab_size, self.d_model = check_size(vocab_size, "vocab_size"), check_size(d_model, "d_model")
         num_heads = check_size(num_heads, "num_heads")
@@ -233,7 +144,8 @@ class RecallModel(nn.Module):
         vocab_size, d_model = self.vocab_size, self.d_model  # plain ints from here on
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.shift = nn.Linear(d_model, d_model, bias=False)
-        self.layers = nn.ModuleList(Mixer(kind, d_model, num_heads, key_size) for kind in kinds)
+        window = None if window is None else check_size(window, "window")  # for the softmax layers
+        self.layers = nn.ModuleList(Mixer(kind, d_model, num_heads, key_size, window) for kind in kinds)
         self.norm = nn.LayerNorm(d_model)
         self.readout = nn.Linear(d_model, vocab_size)
 
@@ -335,19 +247,25 @@ MODEL_NAMES = {
     "delta": ("delta rule", "delta 规则"),
     "gated_delta": ("gated delta rule", "门控 delta 规则"),
     "hybrid": ("hybrid: linear + softmax", "混合：线性 + softmax"),
+    # the bench's recall grid (course.bench.recall_grid): a window that keeps as many numbers as a state, and controls
+    "window": ("softmax, memory-matched window", "softmax，与状态内存相同的窗口"),
+    "hybrid_window": ("hybrid: linear + windowed softmax", "混合：线性 + 窗口 softmax"),
+    "two_linear": ("two linear layers", "两层线性注意力"),
 }
 
 
 def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: int, pairs: tuple[int, ...],
                 models: dict[str, tuple[str, ...]] = MODELS, progress: bool | tqdm = True, key_size: int | None = None,
-                batch_size: int = 64) -> list[dict]:
+                batch_size: int = 64, window: int | None = None) -> list[dict]:
     """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement.
 
     key_size is d_k, the size of the queries and keys (d_model when None); the values keep d_model
-    numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch. `progress` is
-    True, False or a tqdm bar that several grids share (each training step advances it by one).
+    numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch; window is the
+    sliding window of every softmax layer (None: all tokens). `progress` is True, False or a tqdm bar that several
+    grids share (each training step advances it by one).
     """
     _check_grid(task, d_model, seeds, steps, pairs, models, key_size, batch_size)
+    window = None if window is None else check_size(window, "window")
     progress = check_progress(progress)
     rows = []
     bar = progress_bar(progress, len(seeds) * len(models) * steps)
@@ -355,12 +273,13 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
         for seed in seeds:
             for name, kinds in models.items():
                 torch.manual_seed(seed)  # the initial weights
-                model = RecallModel(task.vocab_size, d_model, kinds, key_size=key_size)
+                model = RecallModel(task.vocab_size, d_model, kinds, key_size=key_size, window=window)
                 train_recall(model, task, steps, seed, batch_size=batch_size, learning_rate=1e-2, progress=bar)
                 for num_pairs in pairs:
+                    length = sequence_length(num_pairs, task.rebind, task.boundary)
                     rows.append({"model": name, "seed": seed, "pairs": num_pairs, "key_size": model.layers[0].key_size,
-                                 "accuracy": recall_accuracy(model, task, num_pairs, seed),
-                                 "kept_floats": model.state_floats(4 * num_pairs)})
+                                 "window": window, "accuracy": recall_accuracy(model, task, num_pairs, seed),
+                                 "kept_floats": model.state_floats(length)})
     finally:
         if bar is not progress:  # a bar passed in belongs to the caller
             bar.close()
@@ -385,7 +304,7 @@ def _check_grid(task: object, d_model: object, seeds: object, steps: object, pai
     for seed in seeds:
         check_seed(seed)
     for num_pairs in pairs:
-        check_pairs(num_pairs, "pairs", task.num_keys)
+        check_pairs(num_pairs, "pairs", task.pair_limit)
     if not isinstance(models, dict) or not models:
         raise TypeError(bilingual(f"models must be a non-empty dict of name: kinds, like MODELS, got {shown(models)}.",
                                   f"models 必须是非空字典，名字对应层类型，例如 MODELS，实际是 {shown(models, True)}。"))

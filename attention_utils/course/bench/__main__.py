@@ -8,11 +8,12 @@
     python -m attention_utils.course.bench --tiles    # only redo lesson 9's tiled loop at two tile sizes, against SDPA
     python -m attention_utils.course.bench --decode   # only lesson 12's decoding: KV cache, GQA, window, FlexAttention
     python -m attention_utils.course.bench --recurrent   # only lesson 16's decode step: KV cache against a fixed state
+    python -m attention_utils.course.bench --recall   # only lesson 16's recall grid (add --part capacity to train one part)
     python -m attention_utils.course.bench --model    # only the real model: lesson 13's prefill and decode step, lesson 14's formats and batches
     python -m attention_utils.course.bench --cache    # only lesson 15's caches on the real model: bytes and decode step
 
 A full run saves what the lessons and the README quote in figures/bench_results.json,
-figures/bench_kernel.json, figures/bench_decode.json, figures/bench_recurrent.json, figures/bench_model.json and
+figures/bench_kernel.json, figures/bench_decode.json, figures/bench_recurrent.json, figures/bench_recall.json, figures/bench_model.json and
 figures/bench_cache.json (committed), and draws every figure in
 English and in Chinese.
 """
@@ -32,6 +33,7 @@ from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
 from .recurrent import RECURRENT_FULL, RECURRENT_QUICK
 from .recurrent_report import run_recurrent
+from .recall_grid import RECALL_FULL, RECALL_QUICK, run_recall
 from .harness import environment, measure_all, measure_interleaved, measure_kernels, run_in_child, time_tile_sizes
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
 from .model_caches import CACHE_FULL, CACHE_QUICK, SAVED_CACHE, run_caches
@@ -55,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recurrent", action="store_true",
                         help="only lesson 16's decode step, KV cache against a fixed state, into figures/bench_recurrent.json "
                              "(with --quick: build/bench/quick/)")
+    parser.add_argument("--recall", action="store_true",
+                        help="only lesson 16's recall grid (small models trained on one core, minutes each) into "
+                             "figures/bench_recall.json (with --quick: build/bench/quick/)")
+    parser.add_argument("--part", action="append", choices=sorted(RECALL_FULL.tasks), default=[],
+                        help="with --recall: train only this part of the grid (repeatable); the other parts' rows stay")
     parser.add_argument("--model", action="store_true",
                         help="only the real model's prefill and decode step (lesson 13) into figures/bench_model.json")
     parser.add_argument("--cache", action="store_true",
@@ -76,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         found = run_recurrent(RECURRENT_QUICK if args.quick else RECURRENT_FULL, args.threads, out, args.quick, args.replot)
         print(f"recurrent results in {out if args.quick else 'figures/bench_recurrent.json'}; {time.perf_counter() - began:.0f} s")
         return finish(found["checks"] if args.check else [])
+    if args.recall:
+        run_recall(RECALL_QUICK if args.quick else RECALL_FULL, out, args.quick, tuple(args.part))
+        print(f"recall grid in {out / 'recall.json' if args.quick else 'figures/bench_recall.json'}; "
+              f"{time.perf_counter() - began:.0f} s")
+        return 0
     if args.model:
         run_model_decode(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick, args.replot)
         print(f"model results in {out / 'model.json' if args.quick else SAVED_MODEL}; {time.perf_counter() - began:.0f} s")
@@ -130,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             results.setdefault("checks", []).extend(decoded["checks"] if args.check else [])
             recurrent = run_recurrent(RECURRENT_FULL, args.threads, out, quick=False, replot=args.replot)
             results.setdefault("checks", []).extend(recurrent["checks"] if args.check else [])
+            if not args.replot:
+                run_recall(RECALL_FULL, out, quick=False)
             run_model_decode(MODEL_FULL, args.threads, out, quick=False, replot=args.replot)
             run_caches(CACHE_FULL, args.threads, out, quick=False, replot=args.replot)
     print(report(results))
