@@ -139,11 +139,8 @@ class GGUFFile:
         tensor_bytes(entry)  # refuses a number format gguf does not know
         return gguf.GGMLQuantizationType(entry.kind).name
 
-    def tensor(self, name: str) -> torch.Tensor:
-        """One tensor as float32, its quantized blocks turned back into numbers (scale * q + minimum for Q4_1)."""
-        import gguf
-        import gguf.quants
-
+    def blocks(self, name: str) -> np.ndarray:
+        """One tensor's bytes as stored, (rows, bytes per row) uint8: quantized blocks, not yet numbers (lesson 14 reads them)."""
         entry = self.entry(name)
         size = tensor_bytes(entry)
         if entry.offset < 0 or entry.offset + size > len(self.data):
@@ -152,9 +149,16 @@ class GGUFFile:
                 f"part of {self.path.name} ({len(self.data):,} bytes): the file is cut short or damaged; {_fix_en()}.",
                 f"张量 {name!r} 的字节（从偏移 {entry.offset:,} 起共 {size:,} 个）超出了 {self.path.name} 数据部分的末尾"
                 f"（{len(self.data):,} 个字节）：文件不完整或已损坏；{_fix_zh()}。"))
-        kind = gguf.GGMLQuantizationType(entry.kind)
         rows = int(np.prod(entry.shape[:-1], dtype=object))
-        raw = np.asarray(self.data[entry.offset : entry.offset + size]).reshape(rows, size // rows)
+        return np.asarray(self.data[entry.offset : entry.offset + size]).reshape(rows, size // rows)
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """One tensor as float32, its quantized blocks turned back into numbers (scale * q + minimum for Q4_1)."""
+        import gguf
+        import gguf.quants
+
+        raw, entry = self.blocks(name), self.entry(name)
+        kind = gguf.GGMLQuantizationType(entry.kind)
         try:
             numbers = gguf.quants.dequantize(raw, kind)  # (rows, columns) float32
         except NotImplementedError:  # formats gguf can measure but not turn into numbers (F64, I32, ...)
