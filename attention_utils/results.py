@@ -341,7 +341,7 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
-FORMATS = ("float32", "bfloat16", "int8")
+FORMATS = ("float32", "bfloat16", "int8", "q4")
 SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name a row
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
@@ -423,7 +423,8 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (*FORMATS, "transformers float32", "matmul floor"):
+    for fmt in (f for f in (*FORMATS, "transformers float32", "llama.cpp", "matmul floor") if any(
+            r["format"] == f for r in results["timings"])):  # llama.cpp only where it was installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
         q = results["quality"].get(fmt)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 
@@ -58,7 +61,7 @@ def test_lesson_14_rows_are_named_and_counted():
     saved = results.load_saved(results.SAVED_MODEL)
     names = {(row["format"], row["batch"], row["phase"]) for row in saved["timings"]}
     batches = saved["workload"]["batches"]
-    for fmt in ("float32", "bfloat16", "int8", "matmul floor"):
+    for fmt in ("float32", "bfloat16", "int8", "q4", "matmul floor"):
         assert {(fmt, b, "decode") for b in batches} <= names
     assert ("transformers float32", 1, "decode") in names and ("transformers float32", 1, "prefill") in names
     row = results.model_timing(saved, "float32", 8)
@@ -107,3 +110,50 @@ def test_lesson_13_quotes_the_saved_results_and_times_nothing_live():
     assert stored.strip() == "\n".join(results.model_decode_lines(saved, "en")).strip()
     code = "\n".join(cell.source for cell in lesson.cells if cell.cell_type == "code")
     assert "perf_counter" not in code and "import time" not in code
+
+
+class FakeLlama:
+    """What llama_cpp.Llama shows the bench: eval a list of tokens, scores per position, n_tokens; scores favour 7."""
+
+    def __init__(self, model_path: str, n_ctx: int, n_threads: int, verbose: bool) -> None:
+        self.model_path, self.n_ctx, self.n_tokens, self.seen = model_path, n_ctx, 0, []
+        self.scores = np.zeros((n_ctx, 50), dtype=np.float32)
+        self.scores[:, 7] = 1.0
+
+    def eval(self, tokens: list[int]) -> None:
+        self.seen.append(list(tokens))
+        self.n_tokens += len(tokens)
+
+
+def test_llama_cpp_is_timed_on_the_same_file_when_installed(monkeypatch):
+    engines = []
+    fake = types.ModuleType("llama_cpp")
+    fake.Llama = lambda **kwargs: engines.append(FakeLlama(**kwargs)) or engines[-1]
+    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
+    step = model_formats.llama_cpp_step(torch.tensor([[5, 6, 9]]), threads=1)
+    step()
+    step()
+    engine = engines[0]
+    assert engine.model_path == str(model_formats.find_model_file())
+    assert engine.seen == [[5, 6, 9], [9], [7]]  # the prompt once, then one token a step: the last, then its greedy pick
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # not installed: import fails, nothing to time
+    assert model_formats.llama_cpp_step(torch.tensor([[5]]), threads=1) is None
+
+
+def test_q4_lines_read_the_rows_and_say_when_llama_cpp_was_not_measured():
+    timings = [{"format": f, "batch": 1, "phase": "decode", "ms": ms} for f, ms in (("float32", 60.0), ("q4", 15.0))]
+    saved = {"timings": timings, "kernel": {"cpu_capability": "AVX2", "avx512_bf16": False, "amx_bf16": False}}
+    lines = model_report.q4_lines(saved)
+    assert lines[0].startswith("✅ q4") and "4.00×" in lines[0] and "without bfloat16" in lines[0]
+    assert "not measured" in lines[1] and "没有测量" in model_report.q4_lines(saved, "zh")[1]
+    saved["timings"].append({"format": "llama.cpp", "batch": 1, "phase": "decode", "ms": 9.0})
+    assert model_report.q4_lines(saved)[1].startswith("❌") and "1.67×" in model_report.q4_lines(saved)[1]
+
+
+def test_the_q4_row_reads_fewer_bytes_than_int8_and_keeps_close_to_float32():
+    saved = results.load_saved(results.SAVED_MODEL)
+    q4, int8 = results.model_timing(saved, "q4"), results.model_timing(saved, "int8")
+    assert q4["weight_bytes"] < int8["weight_bytes"] and saved["file_bytes"] < q4["weight_bytes"]
+    assert {(r["format"], r["batch"]) for r in saved["timings"] if r["phase"] == "decode"} >= {("q4", 1), ("q4", 8)}
+    assert saved["quality"]["q4"]["teacher_forced_agreement"] >= 0.95
+    assert saved["kernel"]["cpu_capability"] in ("DEFAULT", "AVX2", "AVX512", "ZVECTOR", "NO AVX", "VSX")

@@ -16,8 +16,8 @@ from ..language import text
 from ..results import FORMATS, SHOWN_ZH, model_timing, reads, roofline_point
 from .widgets import explore
 
-COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "matmul floor": "gray",
-           "transformers float32": "tab:purple"}
+COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
+           "transformers float32": "tab:purple", "llama.cpp": "black"}
 
 
 def _roof_at(intensity: float, roofs: dict) -> float:
@@ -49,6 +49,10 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in FORMATS):
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="s", color=COLOURS[row["format"]], edgecolor="black")
+    for row in (r for r in results["timings"] if r["format"] == "llama.cpp"):  # measured only where it was installed
+        point = roofline_point(row)
+        ax.scatter(point["intensity"], point["gflop_s"], marker="*", s=120, color=COLOURS["llama.cpp"],
+                   label=text("decode, llama.cpp on the same file, batch 1", "解码，llama.cpp 读同一个文件，批大小 1"))
     ax.scatter([], [], marker="s", color="white", edgecolor="black",
                label=text(f"prefill of {results['timings'][0]['length']} tokens", f"预填充 {results['timings'][0]['length']} 个词元"))
     if highlight is not None:

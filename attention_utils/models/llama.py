@@ -193,8 +193,8 @@ class LlamaModel(nn.Module):
         for i, block in enumerate(self.blocks):
             x = block(x, cache=None if cache is None else cache[i], prepared=(rotation, attn_mask, probes))
         logits = self._scores(x)  # (b, T, vocab_size)
-        if probes:  # NaN or inf weights in a QKV projection, which SDPA may hide
-            check_result(self, torch.stack(probes))
+        if probes:  # NaN or inf weights in a QKV projection, which SDPA may hide: one look at every layer's
+            check_result(self, torch.cat(probes, dim=-1))
         return check_result(self, logits)
 
     def _plain_attention(self) -> bool:
