@@ -341,7 +341,7 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
-FORMATS = ("float32", "bfloat16", "int8", "q4")
+FORMATS = ("float32", "bfloat16", "int8")
 SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name a row
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
@@ -423,8 +423,8 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (f for f in (*FORMATS, "transformers float32", "llama.cpp", "matmul floor") if any(
-            r["format"] == f for r in results["timings"])):  # llama.cpp only where it was installed
+    for fmt in (f for f in (*FORMATS, "q4", "transformers float32", "llama.cpp", "matmul floor") if any(
+            r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
         q = results["quality"].get(fmt)
@@ -441,7 +441,7 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
-    names = (*FORMATS, "matmul floor")
+    names = [n for n in (*FORMATS, "q4", "matmul floor") if any(r["format"] == n for r in results["timings"])]
     headers = ["批大小" if language == "zh" else "batch"] + [
         f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"
