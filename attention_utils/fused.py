@@ -244,25 +244,25 @@ class FusedMultiHeadAttention(nn.Module):
         rotary tables `rotation` (cos, sin of the new tokens' positions) and SDPA's boolean
         `attn_mask` (True = may attend; None = causal from position 0, or one new token that sees
         every key) once per call, instead of once in every layer. No window. Returns the output and
-        appends the sum of the first token's QKV projection to `probes`, which the model checks once
-        for NaN or inf (a fused kernel may turn a NaN projection into zeros, hiding NaN weights).
+        appends the first token's QKV projection to `probes`, which the model checks once for NaN or
+        inf (a fused kernel may turn a NaN projection into zeros, hiding NaN weights).
         """
         b, num_tokens, _ = x.shape
         qkv = self.qkv(x)  # (b, T, (h + 2 * kv_heads) * head_dim)
-        sizes = [self.num_heads * self.head_dim] + [self.num_kv_heads * self.head_dim] * 2
-        heads = (self.num_heads, self.num_kv_heads, self.num_kv_heads)
-        queries, keys, values = (
-            part.view(b, num_tokens, n, self.head_dim).transpose(1, 2) for part, n in zip(qkv.split(sizes, dim=-1), heads)
-        )
-        if rotation is not None:
-            queries, keys = turn(queries, *rotation, self.rotary_layout), turn(keys, *rotation, self.rotary_layout)
+        turned = self.num_heads + self.num_kv_heads  # the query heads and the key heads, side by side in qkv
+        heads = qkv.view(b, num_tokens, turned + self.num_kv_heads, self.head_dim).transpose(1, 2)  # (b, heads, T, hd)
+        values = heads[:, turned:]
+        if rotation is not None:  # queries and keys turned together: one set of small operations per layer, not two
+            queries, keys = turn(heads[:, :turned], *rotation, self.rotary_layout).split([self.num_heads, self.num_kv_heads], 1)
+        else:
+            queries, keys = heads[:, :self.num_heads], heads[:, self.num_heads:turned]
         if cache is not None:
             keys, values = cache._append(keys, values)
         context = nn.functional.scaled_dot_product_attention(
             queries, keys, values, attn_mask=attn_mask, is_causal=attn_mask is None and num_tokens > 1,
             enable_gqa=self.num_kv_heads != self.num_heads,
         )  # (b, h, T, head_dim)
-        probes.append(qkv[:, :1].sum())
+        probes.append(qkv[:, :1])  # (b, 1, width): views, looked at once by the model
         return self._combine_heads(context)
 
 

@@ -426,7 +426,8 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (*FORMATS, *((TRANSFORMERS,) if _has_transformers(results) else ()), "matmul floor"):
+    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", "matmul floor") if any(
+            r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
         q = results["quality"][fmt] if fmt in FORMATS else None  # the bench measures the quality of its formats only
@@ -443,7 +444,7 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
-    names = (*FORMATS, "matmul floor")
+    names = [n for n in (*FORMATS, "q4", "matmul floor") if any(r["format"] == n for r in results["timings"])]
     headers = ["批大小" if language == "zh" else "batch"] + [
         f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"

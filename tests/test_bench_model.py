@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 
@@ -107,3 +110,68 @@ def test_lesson_13_quotes_the_saved_results_and_times_nothing_live():
     assert stored.strip() == "\n".join(results.model_decode_lines(saved, "en")).strip()
     code = "\n".join(cell.source for cell in lesson.cells if cell.cell_type == "code")
     assert "perf_counter" not in code and "import time" not in code
+
+
+class FakeLlama:
+    """What llama_cpp.Llama shows the bench: eval a list of tokens, scores per position, n_tokens; scores favour 7."""
+
+    def __init__(self, model_path: str, n_ctx: int, n_threads: int, verbose: bool) -> None:
+        self.model_path, self.n_ctx, self.n_tokens, self.seen = model_path, n_ctx, 0, []
+        self.scores = np.zeros((n_ctx, 50), dtype=np.float32)
+        self.scores[:, 7] = 1.0
+
+    def eval(self, tokens: list[int]) -> None:
+        self.seen.append(list(tokens))
+        self.n_tokens += len(tokens)
+
+
+def test_llama_cpp_is_timed_on_the_same_file_when_installed(monkeypatch):
+    engines = []
+    fake = types.ModuleType("llama_cpp")
+    fake.Llama = lambda **kwargs: engines.append(FakeLlama(**kwargs)) or engines[-1]
+    monkeypatch.setitem(sys.modules, "llama_cpp", fake)
+    step = model_formats.llama_cpp_step(torch.tensor([[5, 6, 9]]), threads=1)
+    step()
+    step()
+    engine = engines[0]
+    assert engine.model_path == str(model_formats.find_model_file())
+    assert engine.seen == [[5, 6, 9], [9], [7]]  # the prompt once, then one token a step: the last, then its greedy pick
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # not installed: import fails, nothing to time
+    assert model_formats.llama_cpp_step(torch.tensor([[5]]), threads=1) is None
+
+
+def test_q4_lines_read_the_rows_and_say_when_llama_cpp_was_not_measured():
+    timings = [{"format": f, "batch": 1, "phase": "decode", "ms": ms} for f, ms in (("float32", 60.0), ("q4", 15.0))]
+    saved = {"timings": timings, "kernel": {"cpu_capability": "AVX2", "avx512_bf16": False, "amx_bf16": False}}
+    lines = model_report.q4_lines(saved)
+    assert lines[0].startswith("✅ q4") and "4.00×" in lines[0] and "without bfloat16" in lines[0]
+    assert "not measured" in lines[1] and "没有测量" in model_report.q4_lines(saved, "zh")[1]
+    saved["timings"].append({"format": "llama.cpp", "batch": 1, "phase": "decode", "ms": 9.0})
+    assert model_report.q4_lines(saved)[1].startswith("❌") and "1.67×" in model_report.q4_lines(saved)[1]
+
+
+def no_transformers():
+    raise ImportError("transformers is left out of this test")
+
+
+def test_the_q4_row_is_timed_with_the_others_and_counts_the_files_bytes(smollm2, monkeypatch):
+    model, tokenizer = smollm2
+    torch.set_num_threads(1)
+    monkeypatch.setattr(model_formats, "load_reference", no_transformers)  # the bench's path without transformers
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    workload = model_decode.ModelWorkload(lengths=(8,), calls=1, formats=("float32", "q4"), batches=(1, 2),
+                                          format_length=8, prefill_calls=1, new_tokens=2)
+    with torch.inference_mode():
+        found = model_formats.measure_formats(model, tokenizer, workload)
+    rows = {(r["format"], r["batch"], r["phase"]): r for r in found["timings"]}
+    assert {("q4", 1, "decode"), ("q4", 2, "decode"), ("q4", 1, "prefill")} <= set(rows)
+    assert not any(r["format"] == "llama.cpp" for r in found["timings"]) and "not installed" in found["llama_cpp"]
+    c = model.config
+    q4_1 = c.num_layers * 20 * (c.d_model * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim + c.d_model * c.d_model
+                      + 3 * c.d_model * c.d_ff) // 32  # 20 bytes per 32 weights of every block matrix
+    table, norms = 2 * c.vocab_size * c.d_model, 4 * (2 * c.num_layers + 1) * c.d_model  # bfloat16 table, float32 norms
+    assert rows["q4", 1, "decode"]["weight_bytes"] == q4_1 + table + norms
+    assert found["file_bytes"] == q4_1 + 34 * c.vocab_size * c.d_model // 32 + norms  # Q8_0 table: 34 bytes per 32
+    assert rows["q4", 1, "decode"]["cache_bytes"] == rows["float32", 1, "decode"]["cache_bytes"]  # q4's cache is float32
+    assert set(found["kernel"]) >= {"cpu_capability", "avx512_bf16", "amx_bf16"}
+    assert found["quality"]["q4"]["largest_logit_difference"] > 0

@@ -16,8 +16,8 @@ from ..language import text
 from ..results import FORMATS, SHOWN_ZH, model_timing, reads, roofline_point
 from .widgets import explore
 
-COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "matmul floor": "gray",
-           "transformers float32": "tab:purple"}
+COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
+           "transformers float32": "tab:purple", "llama.cpp": "black"}
 
 
 def _roof_at(intensity: float, roofs: dict) -> float:
@@ -29,7 +29,8 @@ def _roof_at(intensity: float, roofs: dict) -> float:
 def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Figure:
     """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled."""
     roofs, env = results["roofs"], results["environment"]
-    measured = [(r["format"], r["batch"]) for r in results["timings"] if r["phase"] == "decode" and r["format"] in FORMATS]
+    shown_formats = [f for f in (*FORMATS, "q4") if any(r["format"] == f for r in results["timings"])]  # q4: issue 48 on
+    measured = [(r["format"], r["batch"]) for r in results["timings"] if r["phase"] == "decode" and r["format"] in shown_formats]
     if highlight is not None and (not isinstance(highlight, tuple) or highlight not in measured):
         raise ValueError(bilingual(
             f"highlight must be a measured (format, batch), such as {measured[0]}, got {shown(highlight)}.",
@@ -39,16 +40,20 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     xs = [0.05, ridge, 2000.0]
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
             label=text("roofs measured on the bench machine", "基准测试机器上测得的屋顶"))
-    for fmt in (*FORMATS, "matmul floor"):
+    for fmt in (*shown_formats, "matmul floor"):
         rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
                       key=lambda r: r["batch"])
         points = [roofline_point(r) for r in rows]
         ax.plot([p["intensity"] for p in points], [p["gflop_s"] for p in points], marker="o", color=COLOURS[fmt],
                 label=text(f"decode, {fmt}, batch {rows[0]['batch']}–{rows[-1]['batch']}",
                            f"解码，{SHOWN_ZH.get(fmt, fmt)}，批大小 {rows[0]['batch']}–{rows[-1]['batch']}"))
-    for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in FORMATS):
+    for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in shown_formats):
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="s", color=COLOURS[row["format"]], edgecolor="black")
+    for row in (r for r in results["timings"] if r["format"] == "llama.cpp"):  # measured only where it was installed
+        point = roofline_point(row)
+        ax.scatter(point["intensity"], point["gflop_s"], marker="*", s=120, color=COLOURS["llama.cpp"],
+                   label=text("decode, llama.cpp on the same file, batch 1", "解码，llama.cpp 读同一个文件，批大小 1"))
     ax.scatter([], [], marker="s", color="white", edgecolor="black",
                label=text(f"prefill of {results['timings'][0]['length']} tokens", f"预填充 {results['timings'][0]['length']} 个词元"))
     if highlight is not None:
@@ -88,6 +93,7 @@ def show_roofline(results: dict) -> None:
 
     explore(
         draw,
-        fmt=widgets.Dropdown(options=list(FORMATS), value="float32", description=text("format", "权重格式")),
+        fmt=widgets.Dropdown(options=[f for f in (*FORMATS, "q4") if any(r["format"] == f for r in results["timings"])],
+                             value="float32", description=text("format", "权重格式")),
         batch=widgets.SelectionSlider(options=batches, value=batches[0], description=text("batch", "批大小")),
     )

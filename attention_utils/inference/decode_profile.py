@@ -19,7 +19,7 @@ from torch.autograd.profiler_util import EventList
 
 from ..checks import bilingual, check_size, shown
 
-MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_weight_int8pack_mm")
+MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_weight_int8pack_mm", "aten::_weight_int4pack_mm_for_cpu")
 
 
 @contextlib.contextmanager
@@ -77,7 +77,7 @@ def _takes_no_arguments(call: Callable) -> bool:
 
 
 def matmul_share(events: EventList) -> float:
-    """The fraction of the events' own CPU time spent in matrix products (mm, addmm, bmm, int8 weight mm)."""
+    """The fraction of the events' own CPU time spent in matrix products (mm, addmm, bmm, int8 and int4 weight mm)."""
     if not isinstance(events, (EventList, list, tuple)) or not all(
             hasattr(event, "self_cpu_time_total") and hasattr(event, "key") for event in events):
         raise TypeError(bilingual(f"events must be what profile_calls returns, got {shown(events)}.",

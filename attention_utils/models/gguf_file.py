@@ -111,16 +111,20 @@ class GGUFFile:
         tensor_bytes(entry)  # refuses a number format gguf does not know
         return gguf.GGMLQuantizationType(entry.kind).name
 
+    def blocks(self, name: str) -> np.ndarray:
+        """One tensor's bytes as stored, (rows, bytes per row) uint8: quantized blocks, not yet numbers (lesson 14 reads them)."""
+        entry = self.entry(name)
+        size = tensor_bytes(entry)
+        rows = int(np.prod(entry.shape[:-1], dtype=object))
+        return self.read_bytes(entry, size).reshape(rows, size // rows)
+
     def tensor(self, name: str) -> torch.Tensor:
         """One tensor as float32, its quantized blocks turned back into numbers (scale * q + minimum for Q4_1)."""
         import gguf
         import gguf.quants
 
-        entry = self.entry(name)
-        size = tensor_bytes(entry)
+        raw, entry = self.blocks(name), self.entry(name)
         kind = gguf.GGMLQuantizationType(entry.kind)
-        rows = int(np.prod(entry.shape[:-1], dtype=object))
-        raw = self.read_bytes(entry, size).reshape(rows, size // rows)
         try:
             numbers = gguf.quants.dequantize(raw, kind)  # (rows, columns) float32
         except NotImplementedError:  # formats gguf can measure but not turn into numbers (F64, I32, ...)

@@ -185,17 +185,17 @@ class LlamaModel(nn.Module):
             return self._forward_layer_by_layer(tokens, cache)
         start = 0 if cache is None else cache.position
         if start:
-            _check_cache_fits(cache, batch, self.token_embedding.weight.dtype)
+            _check_cache_fits(cache, batch, self.final_norm.weight.dtype)
         check_length(start + num_tokens, self.config.context_length)
         padding = _padding_so_far(cache, padding_mask, batch, num_tokens, tokens.device)
         rotation, attn_mask = self._attention_inputs(start, num_tokens, padding, tokens.device)
-        x = self.token_embedding(tokens)  # (b, T, d_model)
+        x = self._embed(tokens)  # (b, T, d_model)
         probes: list[torch.Tensor] = []
         for i, block in enumerate(self.blocks):
             x = block(x, cache=None if cache is None else cache[i], prepared=(rotation, attn_mask, probes))
-        logits = self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
-        if probes:  # NaN or inf weights in a QKV projection, which SDPA may hide
-            check_result(self, torch.stack(probes))
+        logits = self._scores(x)  # (b, T, vocab_size)
+        if probes:  # NaN or inf weights in a QKV projection, which SDPA may hide: one look at every layer's
+            check_result(self, torch.cat(probes, dim=-1))
         return check_result(self, logits)
 
     def _plain_attention(self) -> bool:
@@ -206,10 +206,22 @@ class LlamaModel(nn.Module):
     def _forward_layer_by_layer(self, tokens: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
         """The forward in which each layer checks its input and builds its own angles and mask (lesson 13's windows)."""
         check_length((0 if cache is None else cache.position) + tokens.shape[1], self.config.context_length)
-        x = self.token_embedding(tokens)  # (b, T, d_model)
+        x = self._embed(tokens)  # (b, T, d_model)
         for i, block in enumerate(self.blocks):
             x = block(x, cache=None if cache is None else cache[i])
-        return self.final_norm(x) @ self.token_embedding.weight.T  # (b, T, vocab_size)
+        return self._scores(x)  # (b, T, vocab_size)
+
+    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The tokens' rows of the embedding table, in the dtype the model computes in (its norms').
+
+        Lesson 14's q4 format keeps the table in bfloat16 and computes in float32.
+        """
+        return self.token_embedding(tokens).to(self.final_norm.weight.dtype)
+
+    def _scores(self, x: torch.Tensor) -> torch.Tensor:
+        """Next-token scores: the last norm, then a dot product with every row of the table, in the table's dtype."""
+        table = self.token_embedding.weight
+        return self.final_norm(x).to(table.dtype) @ table.T
 
     def _attention_inputs(
         self, start: int, num_tokens: int, padding: torch.Tensor | None, device: torch.device
@@ -230,7 +242,7 @@ class LlamaModel(nn.Module):
         elif start > 0 and num_tokens > 1:  # a chunk after a cache: causal, shifted by start
             attn_mask = key_positions <= query_positions[:, None]  # (T, S)
         cos, sin = rotary_cos_sin(rotary_positions, self.config.head_dim, self.config.rotary_base)
-        dtype = self.token_embedding.weight.dtype
+        dtype = self.final_norm.weight.dtype
         if rotary_positions.dim() == 2:  # one row of angles per sequence: (b, 1, T, head_dim / 2) for the heads
             cos, sin = cos[:, None], sin[:, None]
         return (cos.to(dtype), sin.to(dtype)), attn_mask
@@ -244,13 +256,7 @@ class LlamaModel(nn.Module):
         """
         file = check_file(file, "LlamaModel.from_gguf")
         model = cls(LlamaConfig.from_gguf(file))
-        names = {"token_embedding.weight": ["token_embd.weight"], "final_norm.weight": ["output_norm.weight"]}
-        parts = {"attention_norm": "attn_norm", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
-                 "feed_forward.gate": "ffn_gate", "feed_forward.up": "ffn_up", "feed_forward.down": "ffn_down"}
-        for i in range(model.config.num_layers):
-            names.update({f"blocks.{i}.{ours}.weight": [f"blk.{i}.{theirs}.weight"] for ours, theirs in parts.items()})
-            # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
-            names[f"blocks.{i}.attention.qkv.weight"] = [f"blk.{i}.attn_{part}.weight" for part in "qkv"]
+        names = gguf_names(model.config.num_layers)
         expected = model.state_dict()
         for ours, theirs in names.items():
             shapes = [file.entry(name).shape for name in theirs]
@@ -263,6 +269,18 @@ class LlamaModel(nn.Module):
                     f"要求 {tuple(expected[ours].shape)}；文件已损坏，或者不是这种模型。"))
         model.load_state_dict({ours: torch.cat([file.tensor(name) for name in theirs]) for ours, theirs in names.items()})
         return model.eval().requires_grad_(False)
+
+
+def gguf_names(num_layers: int) -> dict[str, list[str]]:
+    """Each of the model's weights and the file's tensors it is made of, stacked by rows (QKV: query, key, value)."""
+    names = {"token_embedding.weight": ["token_embd.weight"], "final_norm.weight": ["output_norm.weight"]}
+    parts = {"attention_norm": "attn_norm", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
+             "feed_forward.gate": "ffn_gate", "feed_forward.up": "ffn_up", "feed_forward.down": "ffn_down"}
+    for i in range(num_layers):
+        names.update({f"blocks.{i}.{ours}.weight": [f"blk.{i}.{theirs}.weight"] for ours, theirs in parts.items()})
+        # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
+        names[f"blocks.{i}.attention.qkv.weight"] = [f"blk.{i}.attn_{part}.weight" for part in "qkv"]
+    return names
 
 
 def _check_cache_fits(cache: KVCache, batch: int, dtype: torch.dtype) -> None:

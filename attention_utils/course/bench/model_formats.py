@@ -3,11 +3,12 @@
 model_decode.measure_model calls `measure_formats` in the same process, after lesson 13's rows, so
 everything in figures/bench_model.json shares one machine moment. At one prompt length (128 tokens):
 
-- decode: one step of the package in float32, bfloat16 and int8 at every batch size, transformers
-  in float32 on the same GGUF at batch 1, and the matmul floor (one F.linear per float32 weight
-  matrix, nothing else) at every batch size; all of them in one loop, one call each per round, the
-  order reversed every other round; medians;
-- prefill: the prompt into an empty cache, the three formats and transformers, alternating the same way;
+- decode: one step of the package in float32, bfloat16, int8 and q4 (the file's own 4-bit blocks,
+  models/q4_weights.py) at every batch size, transformers in float32 on the same GGUF at batch 1,
+  llama.cpp on the same file at batch 1 when llama-cpp-python is installed (optional; never in CI),
+  and the matmul floor (one F.linear per float32 weight matrix, nothing else) at every batch size;
+  all of them in one loop, one call each per round, the order reversed every other round; medians;
+- prefill: the prompt into an empty cache, the formats and transformers, alternating the same way;
 - the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput);
 - quality of each format against float32: free-running greedy agreement over `new_tokens` tokens of
   8 held-out prompts (each format continues its own text, so one early difference changes the rest),
@@ -33,6 +34,8 @@ from ...inference.batched_generation import generate_batch, left_pad
 from ...inference.decode_cost import forward_cost
 from ...inference.kv_cache import KVCache
 from ...inference.weight_formats import to_format, weight_bytes
+from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
+from ...models.q4_weights import to_q4
 
 # Prompts the lesson never tunes on, and a held-out text for perplexity (both written for this bench).
 HELD_OUT = ["The largest ocean on Earth is", "A recipe for bread needs flour, water and",
@@ -45,6 +48,7 @@ TEXT = ("The river ran past the old mill, where the wheel had stopped turning ma
         "stories of the miller, a tall man who whistled while he worked and gave every child a small loaf on Fridays.")
 TRANSFORMERS = "transformers float32"
 FLOOR = "matmul floor"
+LLAMA_CPP = "llama.cpp"  # llama-cpp-python on the same file, when it is installed (never in CI)
 
 
 def roofs(read_mib: int, matmul_n: int, repeats: int = 5) -> dict:
@@ -122,8 +126,6 @@ def load_reference() -> torch.nn.Module:
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import AutoModelForCausalLM
 
-    from ...models.gguf_file import find_model_file
-
     path = find_model_file()
     return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
 
@@ -131,8 +133,10 @@ def load_reference() -> torch.nn.Module:
 def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
     """Every timing row, the roofs and the quality per format, in this process (model: float32 as lesson 13 loads it)."""
     config, length = model.config, workload.format_length
-    models = {name: model if name == "float32" else to_format(model, name) for name in workload.formats}
+    models = {name: model if name == "float32" else to_q4(model) if name == "q4" else to_format(model, name)
+              for name in workload.formats}
     sizes = {name: weight_bytes(m) for name, m in models.items()}
+    file_bytes = sum(tensor_bytes(entry) for entry in read_gguf().tensors.values())
     try:
         reference, missing = load_reference(), None
     except (ImportError, OSError, ValueError) as error:
@@ -148,6 +152,9 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         decode[FLOOR, batch] = floor_step(matrices, batch)
     if reference is not None:
         decode[TRANSFORMERS, 1] = transformers_step(reference, prompt)
+    llama_cpp = llama_cpp_step(prompt, torch.get_num_threads())
+    if llama_cpp is not None:
+        decode[LLAMA_CPP, 1] = llama_cpp
     decode_ms = alternate(decode, workload.calls)
     prefill = {(name, 1): (lambda m=m: m(prompt, cache=KVCache(config.num_layers))) for name, m in models.items()}
     if reference is not None:
@@ -158,15 +165,43 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         for (name, batch), ms in measured.items():
             new, earlier = (1, length) if phase == "decode" else (length, 0)
             cost = forward_cost(config, new, earlier, batch=batch)
-            held = sizes.get(name, sizes["float32"]) if name != FLOOR else sum(w.numel() * 4 for w in matrices)
+            held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes}.get(name, sizes["float32"])
             cache = cost.cache_bytes if name != FLOOR else 0
-            if name in ("bfloat16", "int8"):  # both compute in bfloat16, so their cache is bfloat16 too
+            if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number
                 cache //= 2
             rows.append({"format": name, "batch": batch, "phase": phase, "length": length, "ms": ms,
                          "flops": cost.flops, "weight_bytes": held, "cache_bytes": cache})
-    found.update(timings=rows, weight_bytes=sizes, transformers_error=missing,
+    found.update(timings=rows, weight_bytes=sizes, file_bytes=file_bytes, transformers_error=missing, kernel=kernel_path(),
+                 llama_cpp="measured" if llama_cpp is not None else "not installed (pip install llama-cpp-python)",
                  quality=quality(models, tokenizer, workload.new_tokens))
     return found
+
+
+def llama_cpp_step(prompt: torch.Tensor, threads: int) -> Callable[[], None] | None:
+    """One decode step of llama.cpp on the same GGUF file after the same prompt, batch 1; None without llama-cpp-python."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return None
+    engine = Llama(model_path=str(find_model_file()), n_ctx=4 * prompt.shape[1], n_threads=threads, verbose=False)
+    engine.eval(prompt[0].tolist())
+    state = {"next": int(prompt[0, -1])}
+
+    def step() -> None:
+        engine.eval([state["next"]])  # one token against llama.cpp's own cache
+        state["next"] = int(engine.scores[engine.n_tokens - 1].argmax())  # its greedy pick, as the other steps
+    return step
+
+
+def kernel_path() -> dict:
+    """Which int4 kernel path the q4 rows took: torch's CPU capability and whether the CPU has bfloat16 instructions."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "avx512_bf16": "avx512_bf16" in flags,
+            "amx_bf16": "amx_bf16" in flags, "activations": "bfloat16 (the int4 kernel's vectorized path)"}
 
 
 @torch.no_grad()

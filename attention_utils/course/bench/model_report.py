@@ -6,7 +6,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED_MODEL, load_saved, model_batch_table, model_format_table, model_rows, model_verdict_lines
+from ...results import (
+    ROOT, SAVED_MODEL, load_saved, model_batch_table, model_format_table, model_rows, model_timing, model_verdict_lines,
+)
 from .harness import environment, run_in_child
 from .model_decode import ModelWorkload, measure_model
 from .report import save_json, update_readme
@@ -103,11 +105,38 @@ def formats_markdown(results: dict) -> list[str]:
         f"{roofs['bandwidth_gb_s']:.1f} GB/s；{roofs['matmul_n']}×{roofs['matmul_n']} 的 float32 矩阵乘法为 "
         f"{roofs['matmul_gflop_s']:.0f} GFLOP/s。质量是与 float32 在 {HELD} 个留出提示词上比较的结果。", "",
         "```", model_format_table(results), "", model_batch_table(results), "```", "",
-        *[f"- {line}" for line in model_verdict_lines(results)], "",
-        *[f"- {line}" for line in model_verdict_lines(results, "zh")], "",
+        *[f"- {line}" for line in model_verdict_lines(results) + q4_lines(results)], "",
+        *[f"- {line}" for line in model_verdict_lines(results, "zh") + q4_lines(results, "zh")], "",
         "![Lesson 14: the roofline of the bench machine with the measured decode and prefill points](figures/bench_model_en.png)",
         "", "![第 14 课：基准测试机器的屋顶线图与实测的解码、预填充各点](figures/bench_model_zh.png)",
     ]
 
 
 HELD = 8
+
+
+def q4_lines(results: dict, language: str = "en") -> list[str]:
+    """Issue 48's targets: q4 against float32 (with the kernel path the CPU allowed) and against llama.cpp when measured."""
+    if not any(r["format"] == "q4" for r in results["timings"]):
+        return []
+    q4, base = model_timing(results, "q4")["ms"], model_timing(results, "float32")["ms"]
+    kernel, speed = results.get("kernel", {}), base / q4
+    has_bf16 = kernel.get("avx512_bf16") or kernel.get("amx_bf16")
+    mark = "✅" if speed >= Q4_TARGETS["float32"] else "❌"
+    en = [f"{mark} q4 (the file's 4-bit blocks) decodes {speed:.2f}× as fast as float32 at batch 1 (target ≥ 3×); torch's "
+          f"CPU kernels: {kernel.get('cpu_capability', '?')}, {'with' if has_bf16 else 'without'} bfloat16 instructions"]
+    zh = [f"{mark} q4（文件自带的 4 位块）在批大小 1 时解码速度是 float32 的 {speed:.2f} 倍（目标 ≥ 3）；torch 的 CPU "
+          f"内核：{kernel.get('cpu_capability', '?')}，{'有' if has_bf16 else '没有'} bfloat16 指令"]
+    if any(r["format"] == "llama.cpp" for r in results["timings"]):
+        other = model_timing(results, "llama.cpp")["ms"]
+        mark = "✅" if q4 / other <= Q4_TARGETS["llama.cpp"] else "❌"
+        en.append(f"{mark} llama.cpp on the same file: {other:.1f} ms per token; q4's step takes {q4 / other:.2f}× as "
+                  "long (target ≤ 1.5×)")
+        zh.append(f"{mark} llama.cpp 读同一个文件：每个词元 {other:.1f} 毫秒；q4 一步用时是它的 {q4 / other:.2f} 倍（目标 ≤ 1.5）")
+    else:
+        en.append("llama.cpp was not measured: llama-cpp-python is not installed (optional, see the install notes above)")
+        zh.append("没有测量 llama.cpp：没有安装 llama-cpp-python（可选，安装方法见上文）")
+    return zh if language == "zh" else en
+
+
+Q4_TARGETS = {"float32": 3.0, "llama.cpp": 1.5}  # issue 48: q4's speed over float32, its time over llama.cpp's

@@ -1,0 +1,163 @@
+"""The model file's own 4-bit blocks, multiplied by torch's int4 kernel without rounding them again (lesson 14).
+
+SmolLM2's file stores each block matrix as Q4_1: per 32 weights a float16 scale d, a float16
+minimum m and 32 codes q of 4 bits (16 bytes), so w = d·q + m and a weight costs 5 bits. torch's
+CPU kernel `torch.ops.aten._weight_int4pack_mm_for_cpu` reads groups of 32 codes with a scale and a
+zero each and computes w = (q − 8)·scale + zero. With scale = d and zero = m + 8·d that is d·q + m:
+the file's codes are repacked as they are, and only d and m + 8·d are rounded, to bfloat16 (the
+kernel's vectorized path takes bfloat16 activations and scales; float32 ones take a scalar path,
+measured 15× slower on an AVX2 host). A matrix then takes 20 bytes per 32 weights, as in the file.
+
+The embedding table, which doubles as the output layer, is Q8_0 in the file (per 32 weights one
+float16 scale and 32 int8 codes). torch's int8 kernel (`torch._weight_int8pack_mm`) has one scale
+per row and cannot hold a scale per 32 weights without rounding the codes again, so the table is
+kept in bfloat16 (2 bytes a weight against the file's 1.06), as in the bfloat16 format.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..checks import bilingual, shown
+from .gguf_file import GGUFFile, check_file, read_gguf
+from .llama import LlamaConfig, LlamaModel, gguf_names
+
+GROUP = 32  # weights per Q4_1 block, and per group of the int4 kernel
+BLOCK_BYTES = 20  # a Q4_1 block: float16 d, float16 m, 16 bytes holding 32 codes of 4 bits
+Q4_1 = 3  # GGML's number for Q4_1
+CENTRE = 8  # the int4 kernel subtracts 8 from each code before scaling
+COMPUTE = (torch.float32, torch.bfloat16)
+
+
+def q4_1_blocks(raw: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Codes (rows, cols) as uint8 0..15, and d and m (rows, cols / 32) as float32, from Q4_1 bytes (rows, bytes per row).
+
+    In a block, byte j holds code j in its low 4 bits and code j + 16 in its high 4 bits.
+    """
+    rows = raw.shape[0]
+    blocks = torch.from_numpy(np.array(raw)).view(rows, -1, BLOCK_BYTES)  # (rows, blocks, 20), copied from the read-only map
+    d, m = (blocks[..., at:at + 2].contiguous().view(torch.float16)[..., 0].float() for at in (0, 2))
+    packed = blocks[..., 4:]  # (rows, blocks, 16)
+    codes = torch.cat([packed & 0x0F, packed >> 4], dim=-1)  # (rows, blocks, 32): codes 0..15, then 16..31
+    return codes.reshape(rows, -1), d, m
+
+
+class Q4Linear(nn.Module):
+    """A linear layer without bias that holds Q4_1 codes in torch's int4 layout: (q − 8)·scale + zero = d·q + m."""
+
+    def __init__(self, codes: torch.Tensor, d: torch.Tensor, m: torch.Tensor) -> None:
+        """codes (out, in) 0..15; d and m (out, in / 32): a block's scale and minimum, as Q4_1 stores them."""
+        super().__init__()
+        self.out_features, self.in_features = codes.shape
+        if self.in_features % GROUP or d.shape != m.shape or d.shape != (self.out_features, self.in_features // GROUP):
+            raise ValueError(bilingual(
+                f"codes must be (out, in) with in a multiple of {GROUP}, and d and m (out, in / {GROUP}); got codes "
+                f"{tuple(codes.shape)}, d {tuple(d.shape)}, m {tuple(m.shape)}.",
+                f"codes 的形状应为 (out, in)，in 是 {GROUP} 的倍数；d 和 m 的形状应为 (out, in / {GROUP})；实际 codes 是 "
+                f"{tuple(codes.shape)}，d 是 {tuple(d.shape)}，m 是 {tuple(m.shape)}。"))
+        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes.int(), 1))  # (out, in/2)
+        zero = m + CENTRE * d  # in float32, then rounded once to bfloat16 with d
+        # (in / 32, out, 2): for each group of 32 inputs and each output row, (scale, zero)
+        self.register_buffer("scales_and_zeros", torch.stack([d, zero], dim=-1).transpose(0, 1).contiguous().bfloat16())
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The (out, in) weights the kernel multiplies by, in bfloat16; the package's checks read a module's dtype here."""
+        return self.dequantized().bfloat16()
+
+    def dequantized(self) -> torch.Tensor:
+        """The kernel's weights (out, in) in float32: the kernel applied to the identity, on its float32 path."""
+        identity = torch.eye(self.in_features, device=self.packed.device)
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(identity, self.packed, GROUP, self.scales_and_zeros.float()).T
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in) times the 4-bit weights, in x's dtype: the int4 kernel reads the packed codes with x in bfloat16."""
+        if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE or x.dim() == 0 or x.shape[-1] != self.in_features:
+            raise (TypeError if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE else ValueError)(bilingual(
+                f"x must be a float32 or bfloat16 tensor (..., {self.in_features}), got {shown(x)}.",
+                f"x 必须是 float32 或 bfloat16 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
+        flat = x.reshape(-1, self.in_features).to(torch.bfloat16)  # the kernel's vectorized path wants bfloat16
+        out = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_and_zeros)
+        return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+
+
+def to_q4(model: LlamaModel, file: GGUFFile | str | os.PathLike | None = None) -> LlamaModel:
+    """A copy of `model` whose block matrices are its file's Q4_1 blocks (Q4Linear) and whose table is bfloat16.
+
+    Each feed-forward layer's gate and up matrices become one (Q4FeedForward), as the attention's
+    query, key and value matrices already are: one kernel call instead of two.
+
+    It computes in float32 between the matrix products: on an AVX2 CPU torch's attention kernel took
+    4× longer in bfloat16 than in float32 for one new token against 128 cached ones.
+
+    The file (by default lesson 13's) must be the one the model was read from, its weights unchanged:
+    each matrix is checked to equal d·q + m of the file's blocks, since the copy reads the file, not the model.
+    """
+    if not isinstance(model, LlamaModel):
+        raise TypeError(bilingual(
+            f"model must be the LlamaModel that load_smollm2() or LlamaModel.from_gguf returns, got {type(model).__name__}.",
+            f"model 必须是 load_smollm2() 或 LlamaModel.from_gguf 返回的 LlamaModel，实际是 {type(model).__name__}。"))
+    file = read_gguf() if file is None else check_file(file, "to_q4")
+    if LlamaConfig.from_gguf(file) != model.config:
+        raise ValueError(bilingual(
+            f"{file.path.name} describes another model than this one (its sizes differ); pass the file the model was read from.",
+            f"{file.path.name} 描述的模型与这个模型不同（大小不一样）；请传入读出这个模型的那个文件。"))
+    converted = copy.deepcopy(model)
+    converted.token_embedding.to(torch.bfloat16)  # the norms, the residual stream and the cache stay float32
+    weights, read = dict(model.named_parameters()), {}
+    for ours, theirs in gguf_names(model.config.num_layers).items():
+        path = ours.removesuffix(".weight")
+        if not isinstance(converted.get_submodule(path), nn.Linear):
+            continue  # the embedding table and the norms
+        codes, d, m = (torch.cat(parts) for parts in zip(*(_blocks(file, name) for name in theirs)))
+        _check_same(weights[ours], codes, d, m, theirs, file.path)
+        read[path] = codes, d, m
+    for i, block in enumerate(converted.blocks):
+        layer = {path.split(".", 2)[2]: blocks for path, blocks in read.items() if path.startswith(f"blocks.{i}.")}
+        block.attention.qkv = Q4Linear(*layer["attention.qkv"])
+        block.attention.out_proj = Q4Linear(*layer["attention.out_proj"])
+        gate_up = [torch.cat(pair) for pair in zip(layer["feed_forward.gate"], layer["feed_forward.up"])]
+        block.feed_forward = Q4FeedForward(Q4Linear(*gate_up), Q4Linear(*layer["feed_forward.down"]))
+    return converted.eval().requires_grad_(False)
+
+
+class Q4FeedForward(nn.Module):
+    """SwiGLU with its gate and up projections as one 4-bit matrix (their rows stacked): one kernel call, not two."""
+
+    def __init__(self, gate_up: Q4Linear, down: Q4Linear) -> None:
+        super().__init__()
+        self.gate_up, self.down = gate_up, down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """down(silu(gate(x)) * up(x)), with gate(x) and up(x) the two halves of one product."""
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(nn.functional.silu(gate) * up)
+
+
+def _blocks(file: GGUFFile, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One tensor's codes, d and m; ValueError when the file stores it in another format than Q4_1."""
+    if file.entry(name).kind != Q4_1:
+        raise ValueError(bilingual(
+            f"{file.path.name} stores {name} as {file.kind_name(name)}; to_q4 reads Q4_1 blocks only (use to_format for "
+            "other files).",
+            f"{file.path.name} 把 {name} 存成 {file.kind_name(name)}；to_q4 只读 Q4_1 块（其他文件请用 to_format）。"))
+    return q4_1_blocks(file.blocks(name))
+
+
+def _check_same(weight: torch.Tensor, codes: torch.Tensor, d: torch.Tensor, m: torch.Tensor, names: list[str],
+                path: Path) -> None:
+    """Refuse a model whose matrix is not d·q + m of the file's blocks (another file, or weights changed since loading)."""
+    rows, cols = codes.shape
+    blocks = d[..., None] * codes.view(rows, -1, GROUP).float() + m[..., None]  # float32, as gguf computes it
+    if weight.dtype != torch.float32 or not torch.equal(blocks.view(rows, cols), weight):
+        raise ValueError(bilingual(
+            f"The model's weights for {' + '.join(names)} are not the blocks of {path.name}: to_q4 reads the file, so "
+            "give it the float32 model as LlamaModel.from_gguf built it from that file.",
+            f"模型中 {' + '.join(names)} 的权重与 {path.name} 里的块不一致：to_q4 读的是文件，"
+            "所以请传入 LlamaModel.from_gguf 从这个文件建出的 float32 模型。"))
