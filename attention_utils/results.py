@@ -21,6 +21,7 @@ from .language import check_language, get_language, table
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README quote
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
+SAVED_CACHE = ROOT / "figures" / "bench_cache.json"  # what lesson 15 quotes (bench --cache writes it)
 
 
 def load_saved(path: Path = SAVED) -> dict:
