@@ -24,6 +24,7 @@ SAVED = ROOT / "figures" / "bench_results.json"  # what lesson 8 and the README 
 SAVED_KERNEL = ROOT / "figures" / "bench_kernel.json"  # what lesson 9 quotes
 SAVED_RECURRENT = ROOT / "figures" / "bench_recurrent.json"  # lesson 16's tables (explorers/lesson16) read it
 SAVED_RECALL = ROOT / "figures" / "bench_recall.json"  # lesson 16's recall grid (make bench, or --recall)
+SAVED_CACHE = ROOT / "figures" / "bench_cache.json"  # what lesson 15 quotes (bench --cache writes it)
 
 
 def load_saved(path: Path = SAVED) -> dict:

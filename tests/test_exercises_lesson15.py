@@ -10,7 +10,10 @@ from attention_utils.exercises import lesson15
 from test_exercises_lesson13 import Awkward, verdict  # the same odd answer and verdict capture
 
 MLA_BYTES = (512 + 64) * 60 * 2  # by hand: latent + rotary key, 60 layers, bfloat16
-PAGES = 3 + 1 + 4 + 7 + 2  # by hand: ceil(37/16), ceil(5/16), 64/16, ceil(100/16), ceil(17/16)
+# by hand, per layer and key/value head: key codes 64 x 4 bits = 32 bytes, key scale + offset per channel and 32 tokens
+# = 64 x 2 x 2 / 32 = 8 bytes a token, value codes 32 bytes, value scale + offset per token = 4 bytes; x 3 heads x 30 layers
+KIVI = (32 + 8 + 32 + 4) * 3 * 30  # 6,840
+FIT = 8 * 1024**3 // (4096 * KIVI)  # 8,589,934,592 // 28,016,640 = 306
 FORMS = [int, float, np.int64, np.float64, torch.tensor, np.array,
          lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
@@ -18,7 +21,8 @@ FORMS = [int, float, np.int64, np.float64, torch.tensor, np.array,
 @pytest.mark.parametrize("form", FORMS)
 def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson15.check_mla_bytes, form(MLA_BYTES))
-    assert "Correct" in verdict(lesson15.check_pages, form(PAGES))
+    assert "Correct" in verdict(lesson15.check_kivi_bytes, form(KIVI))
+    assert "Correct" in verdict(lesson15.check_sequences, form(FIT))
 
 
 @pytest.mark.parametrize("wrong, hint", [(2 * MLA_BYTES, "cached once"), (512 * 60 * 2, "rotary key"),
@@ -29,26 +33,25 @@ def test_mla_mistakes_get_their_hint(wrong, hint):
     assert "Not yet" in out and hint in out
 
 
-@pytest.mark.parametrize("wrong, hint", [(14, "round up each sequence"), (2 + 0 + 4 + 6 + 1, "round up, not down"), (99, "ceil")])
-def test_pages_mistakes_get_their_hint(wrong, hint):
-    out = verdict(lesson15.check_pages, wrong)
+@pytest.mark.parametrize("wrong, hint", [
+    ((32 + 32) * 90, "scales and offsets too"), ((32 + 16 + 32 + 8) * 90, "not 4"), ((64 + 8 + 64 + 4) * 90, "share one byte"),
+    ((32 + 8) * 90, "add the values"), ((32 + 4) * 90, "add the keys"), ((32 + 8 + 32 + 4) * 9 * 30, "not its 9 query heads"),
+    ((32 + 8 + 32 + 8) * 90, "grouped per token"), ((32 + 4 + 32 + 4) * 90, "per channel over 32 tokens"),
+    ((32 + 8 + 32 + 4) * 3, "one layer"), (46080, "Per layer and head")])
+def test_kivi_mistakes_get_their_hint(wrong, hint):
+    out = verdict(lesson15.check_kivi_bytes, wrong)
     assert "Not yet" in out and hint in out
 
 
-@pytest.mark.parametrize("written", [" Channel", "channels", "per-channel", "channel-wise", "by channel", "per channel"])
-def test_grouping_written_in_any_natural_way(written):
-    assert "Correct" in verdict(lesson15.check_grouping, written)
+@pytest.mark.parametrize("wrong, hint", [(FIT + 1, "Round down"), (8 * 10**9 // (4096 * KIVI), "not 8 × 10**9"),
+                                         (8 * 1024**3 // (4096 * 46080), "float32 cache"),
+                                         (8 * 1024**3 // (4096 * (32 + 16 + 32 + 8) * 90), "exercise 2's bytes"), (1000, "round down")])
+def test_sequences_mistakes_get_their_hint(wrong, hint):
+    out = verdict(lesson15.check_sequences, wrong)
+    assert "Not yet" in out and hint in out
 
 
-def test_grouping():
-    assert "Correct" in verdict(lesson15.check_grouping, " Channel")
-    assert "outlier sets the range" in verdict(lesson15.check_grouping, "per token")
-    assert "'channel' or 'token'" in verdict(lesson15.check_grouping, "channel and token")
-    assert "outlier sets the range" in verdict(lesson15.check_grouping, "token")
-    assert "'channel' or 'token'" in verdict(lesson15.check_grouping, 3)
-
-
-@pytest.mark.parametrize("check", [lesson15.check_mla_bytes, lesson15.check_grouping, lesson15.check_pages])
+@pytest.mark.parametrize("check", [lesson15.check_mla_bytes, lesson15.check_kivi_bytes, lesson15.check_sequences])
 def test_odd_answers_never_raise(check):
     for answer in (None, ..., Awkward(), "many", [1, 2], True):
         out = verdict(check, answer)

@@ -21,8 +21,8 @@ def test_the_control_redraws(language):
 
 
 def test_key_magnitudes_by_hand(language):
-    keys = torch.tensor([[[[1.0, -5.0], [-2.0, 3.0]]]])  # 1 head, 2 tokens, 2 channels
-    assert lesson15.key_magnitudes(keys).tolist() == [[2.0, 5.0]]
+    keys = torch.tensor([[[[1.0, -5.0], [-2.0, 3.0], [4.0, 0.5]]]])  # 1 head, 3 tokens, 2 channels
+    assert lesson15.key_magnitudes(keys).tolist() == [[2.0, 3.0]]  # |k| sorted: 1, 2, 4 and 0.5, 3, 5
     figure = lesson15.draw_key_magnitudes(torch.rand(3, 8), layer=2)
     assert len(figure.axes) == 3
     plt.close(figure)

@@ -142,3 +142,37 @@ def test_lesson16_grid_readings_quote_both_seeds_of_the_saved_grid(fixed_memory,
     assert len(found) == 2
     for language in ("en", "zh"):
         assert seeds_text(language, *found) in prose(fixed_memory, language), (language, found)
+
+
+def caches():
+    return lesson("15_shrinking_the_kv_cache.ipynb")
+
+
+def test_lesson15_the_bench_ratios_the_text_reads(caches):
+    """The smaller caches' decode steps, as multiples of the contiguous one, are the printed ones, and above 1 (slower)."""
+    outputs = stored_text(caches)
+    for length in (512, 128):
+        ratios = {kind: printed(rf"\n{length}\s+{kind}\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+(\d\.\d\d)", outputs)[1]
+                  for kind in ("int8", "int4")}
+        paged = printed(rf"\n{length}\s+float32, pages of 16\s+[\d.]+\s+[\d.]+%\s+[\d.]+\s+(\d\.\d\d)", outputs)[1]
+        assert all(float(r) > 1 for r in (*ratios.values(), paged)), "the text says the smaller caches are slower"
+        for language in ("en", "zh"):
+            for ratio in (*ratios.values(), paged):
+                assert ratio in prose(caches, language), f"T = {length}: the ratio {ratio} is not read in the {language} text"
+
+
+def test_lesson15_sequences_in_8_gib(caches):
+    """Printed counts equal the hand count 8 GiB // (4,096 tokens × bytes per token), and the text quotes them."""
+    outputs, budget = stored_text(caches), 8 * 2**30
+    by_hand = {"float32 as shipped": 2 * 30 * 3 * 64 * 4, "int8": (64 + 16 + 64 + 8) * 90, "int4": (32 + 16 + 32 + 8) * 90,
+               r"MLA \(256 \+ 32\), float32": (256 + 32) * 30 * 4}
+    for name, per_token in by_hand.items():
+        count = int(printed(rf"\n{name}\s+[\d,]+\s+[\d.,]+\s+(\d+)\n", outputs)[1])
+        assert count == budget // (4096 * per_token)
+        assert f" {count} " in prose(caches, "en") and f"{count} 条" in prose(caches, "zh")
+
+
+def test_lesson15_doubling_row(caches):
+    mib, times = printed(r"doubling \(lesson 12\)\s+([\d.]+)\s+(\d\.\d\d)", stored_text(caches)).groups()
+    assert f"take {mib} MiB, {times} times" in prose(caches, "en")
+    assert f"占 {mib} MiB，是 {times} 倍" in prose(caches, "zh")

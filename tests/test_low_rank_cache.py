@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from attention_utils.inference.cache_quality import cache_quality, logits_through_cache, perplexity
 from attention_utils.inference.kv_cache import KVCache
-from attention_utils.inference.low_rank_cache import LowRankLayerCache, fit_bases, fit_basis, low_rank_kv_cache
+from attention_utils.inference.low_rank_cache import LowRankLayerCache, fit_bases, fit_basis, low_rank_kv_cache, turned
+from attention_utils.rotary import apply_rotary
 import tiny_models
 
 
@@ -71,3 +72,41 @@ def test_errors_are_bilingual():
         LowRankLayerCache(torch.eye(4)[None], torch.eye(4)[None], rank=5)
     with pytest.raises(ValueError, match="key_basis.*3 dimensions.*\n.*key_basis"):
         LowRankLayerCache(torch.eye(4), torch.eye(4)[None], rank=2)
+
+
+def test_turned_back_undoes_apply_rotary():
+    keys = torch.randn(1, 2, 7, 8, dtype=torch.float64)
+    positions = torch.arange(3, 10)
+    rotated = apply_rotary(keys, 3, 10000.0)  # the package's rotary, as the model turns keys
+    torch.testing.assert_close(turned(rotated, positions, 10000.0, back=True), keys, rtol=0, atol=1e-12)
+    torch.testing.assert_close(turned(keys, positions, 10000.0), rotated, rtol=0, atol=1e-12)
+
+
+def test_a_basis_fitted_before_the_turn_keeps_keys_of_that_rank_exactly():
+    """Keys in a 2-dimensional subspace before rotary: rank 2 before the turn rebuilds them; after the turn it cannot."""
+    generator = torch.Generator().manual_seed(3)
+    directions = torch.linalg.qr(torch.randn(8, 2, generator=generator, dtype=torch.float64)).Q  # (8, 2), orthonormal
+    plain = torch.randn(1, 1, 40, 2, generator=generator, dtype=torch.float64) @ directions.T  # rank 2 before the turn
+    keys, values = apply_rotary(plain, 0, 10000.0), torch.randn(1, 1, 40, 8, generator=generator, dtype=torch.float64)
+    filled = KVCache(1)
+    filled[0].update(keys, values)
+    before, after = fit_bases(filled, rotary_base=10000.0)[0], fit_bases(filled)[0]
+    kept = {}
+    for name, (key_basis, value_basis), base in (("before", before, 10000.0), ("after", after, None)):
+        cache = LowRankLayerCache(key_basis, value_basis, rank=2, rotary_base=base)
+        cache.update(keys[:, :, :30], values[:, :, :30])
+        seen = cache.update(keys[:, :, 30:], values[:, :, 30:])[0]  # the first 30 rebuilt, the last 10 as given
+        kept[name] = (seen - keys).abs().max().item()
+        assert cache.nbytes == 2 * 1 * 2 * 40 * 8  # K and V x heads x rank x tokens x 8 bytes (float64)
+        torch.testing.assert_close(cache.keys[:, :, :30], seen[:, :, :30], rtol=0, atol=1e-12)  # what it holds, read back
+    assert kept["before"] < 1e-10 < 0.1 < kept["after"]
+
+
+def test_full_rank_before_the_turn_changes_nothing(tiny_llama):
+    tokens = torch.randint(0, 30, (1, 12), generator=torch.Generator().manual_seed(0))
+    filled = KVCache(2)
+    with torch.no_grad():
+        reference = tiny_llama(tokens, cache=filled)
+    bases = fit_bases(filled, rotary_base=10000.0)
+    full = logits_through_cache(tiny_llama, tokens, low_rank_kv_cache(bases, 8, rotary_base=10000.0), prefill=4, chunk=3)
+    torch.testing.assert_close(full, reference, rtol=0, atol=1e-10)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_utils.inference.quantized_cache import (
-    QuantizedLayerCache, dequantize, pack_int4, quantize, quantized_kv_cache, unpack_int4)
+    QuantizedLayerCache, dequantize, pack_int4, quantize, quantized_cache_bytes, quantized_kv_cache, unpack_int4)
 import tiny_models
 
 
@@ -116,6 +116,18 @@ def test_bytes_count_codes_scales_and_full_precision_tokens():
     assert cache.nbytes == first + key_group + recent + value_rows
     torch.testing.assert_close(cache.keys[:, :, :1], keys[:, :, :1], rtol=0, atol=0)
     torch.testing.assert_close(cache.keys[:, :, 5:], keys[:, :, 5:], rtol=0, atol=0)
+
+
+def test_the_byte_formula_by_hand_and_against_what_a_cache_holds():
+    # SmolLM2 (30 layers, 3 heads of 64), a whole number of key groups: per head and layer, int4 keeps 32 bytes of key
+    # codes + 2 x 4 bytes per channel and 32 tokens (16 per token), 32 bytes of value codes + 8 for one group per token
+    assert quantized_cache_bytes(30, 3, 64, 4096, bits=4) == 4096 * 30 * 3 * (32 + 16 + 32 + 8)  # 7,920 per token
+    assert quantized_cache_bytes(30, 3, 64, 4096, bits=8) == 4096 * 30 * 3 * (64 + 16 + 64 + 8)  # 13,680 per token
+    for bits, tokens, group, value_group in ((4, 37, 8, None), (8, 5, 4, 2), (4, 64, 32, 4), (8, 0, 3, None)):
+        cache = QuantizedLayerCache(bits=bits, group_size=group, value_group=value_group)
+        if tokens:
+            cache.update(torch.randn(1, 2, tokens, 8), torch.randn(1, 2, tokens, 8))
+        assert cache.nbytes == quantized_cache_bytes(1, 2, 8, tokens, bits, group, value_group)
 
 
 def test_errors_are_bilingual():

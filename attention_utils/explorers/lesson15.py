@@ -23,33 +23,37 @@ from .widgets import explore
 MOST_POINTS = 200  # each point gets a label placed around the others: a thousand took over a minute
 MOST_BARS = 1024  # channels per head drawn as bars (SmolLM2's heads have 64)
 METHOD_NAMES = {
-    "full": ("float32 cache (as shipped)", "float32 缓存（原样）"),
+    "full": ("float32 as shipped", "原样发布的 float32 缓存"),
     "quantized": ("quantized keys and values", "量化的键和值"),
     "quantized_first": ("quantized, first token kept", "量化，保留第一个词元"),
-    "low_rank": ("low-rank cache", "低秩缓存"),
+    "low_rank": ("low-rank, fitted after the turn", "低秩，旋转之后拟合"),
+    "low_rank_before": ("low-rank, fitted before the turn", "低秩，旋转之前拟合"),
     "window": ("window with sinks", "带汇聚点的窗口"),
 }
 
 
 def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
-    """The largest |key| of each channel over the tokens, (kv_heads, head_dim), from keys (1, kv_heads, T, head_dim)."""
+    """The median |key| of each channel over the tokens, (kv_heads, head_dim), from keys (1, kv_heads, T, head_dim).
+
+    A typical magnitude: a channel large in every token stands out, one large at a single token does not.
+    """
     check_tensor(keys, "keys", ranks=(4,))
     if not keys.shape[0] or not keys.shape[2]:
-        raise ValueError(bilingual(f"keys {tuple(keys.shape)} hold no token of a first sequence: there is no largest value.",
-                                   f"keys {tuple(keys.shape)} 里第一个序列没有词元：求不出最大值。"))
-    return keys[0].abs().amax(dim=1)
+        raise ValueError(bilingual(f"keys {tuple(keys.shape)} hold no token of a first sequence: there is no median.",
+                                   f"keys {tuple(keys.shape)} 里第一个序列没有词元：求不出中位数。"))
+    return keys[0].abs().median(dim=1).values
 
 
 def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
-    """One bar chart per key/value head: the largest |key| of each channel; rotary pairs (2i, 2i + 1) share a colour."""
+    """One bar chart per key/value head: the median |key| of each channel; feature pairs (2i, 2i + 1) share a colour."""
     check_tensor(magnitudes, "magnitudes", ranks=(2,))  # (kv_heads, head_dim), as key_magnitudes returns
     check_holds_values(magnitudes, "magnitudes", "a bar chart", "画柱状图")
     negative = not cannot_read(magnitudes) and bool((magnitudes < 0).any())
     if not 1 <= magnitudes.shape[0] <= MOST_PANELS or magnitudes.shape[1] > MOST_BARS or negative:
         raise ValueError(bilingual(
-            f"magnitudes must be key_magnitudes' (kv_heads, head_dim) of largest |k|, values of at least 0, with 1 to "
+            f"magnitudes must be key_magnitudes' (kv_heads, head_dim) of median |k|, values of at least 0, with 1 to "
             f"{MOST_PANELS} heads (one panel each) of at most {MOST_BARS} channels; got {shown(magnitudes)}.",
-            f"magnitudes 应是 key_magnitudes 返回的 (kv_heads, head_dim) 最大 |k|：值不小于 0，头数在 1 到 {MOST_PANELS} 之间"
+            f"magnitudes 应是 key_magnitudes 返回的 (kv_heads, head_dim) |k| 的中位数：值不小于 0，头数在 1 到 {MOST_PANELS} 之间"
             f"（每个头一幅子图），每个头最多 {MOST_BARS} 个通道；实际是 {shown(magnitudes, True)}。"))
     layer = check_size(layer, "layer", minimum=0)
     heads, head_dim = magnitudes.shape
@@ -57,12 +61,12 @@ def draw_key_magnitudes(magnitudes: torch.Tensor, layer: int) -> Figure:
     colours = ["C0" if (channel // 2) % 2 == 0 else "C1" for channel in range(head_dim)]
     for head, ax in enumerate(axes[:, 0]):
         ax.bar(range(head_dim), magnitudes[head].tolist(), color=colours)
-        ax.set_ylabel(text(f"head {head}\nlargest |k|", f"头 {head}\n最大 |k|"))
+        ax.set_ylabel(text(f"head {head}\nmedian |k|", f"头 {head}\n|k| 的中位数"))
         ax.grid(True, axis="y", alpha=0.3)
-    axes[-1, 0].set_xlabel(text("channel (neighbours 2i, 2i+1 turn together: one colour per rotary pair)",
-                                "通道（相邻的 2i、2i+1 一起旋转：同一旋转对同一颜色）"))
-    axes[0, 0].set_title(text(f"SmolLM2, layer {layer}: keys after rotary, largest magnitude of each channel",
-                              f"SmolLM2 第 {layer} 层：旋转之后的键，每个通道的最大绝对值"))
+    axes[-1, 0].set_xlabel(text("channel (neighbours 2i, 2i+1 turn together: one colour per feature pair)",
+                                "通道（相邻的 2i、2i+1 组成一个特征对：同一特征对同一颜色）"))
+    axes[0, 0].set_title(text(f"SmolLM2, layer {layer}: keys after rotary, median magnitude of each channel over the text",
+                              f"SmolLM2 第 {layer} 层：旋转之后的键，每个通道在整段文本上绝对值的中位数"))
     return fig
 
 

@@ -6,16 +6,26 @@ rebuilds k ≈ coordinates @ basisᵀ when a query reads it. The basis comes fro
 decomposition (SVD) of the keys (and values) the model cached on one text; a test on another
 text says whether it generalizes.
 
-The keys are the ones the model caches: after the rotary turn. Fitting them before the turn would need
-the turn applied again at every read; here the basis has to cover every angle a key is seen at.
+The keys the model caches are turned by rotary, so a basis fitted on them has to cover every angle a
+key is seen at. Published low-rank caches (Palu, ShadowKV, 2024) fit the keys before the turn and turn
+the rebuilt keys at every read: `rotary_base=` gives that variant. The model hands the cache turned
+keys, so the cache turns each one back by its position first (a rotation is undone by the opposite
+angle), which gives the keys before the turn up to rounding without changing the model.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_same_dtype, check_size, check_tensor, shown
+from ..checks import bilingual, check_real, check_same_dtype, check_size, check_tensor, shown
+from ..rotary import rotary_cos_sin, turn
 from .kv_cache import KVCache, LayerCache
+
+
+def turned(keys: torch.Tensor, positions: torch.Tensor, base: float, back: bool = False) -> torch.Tensor:
+    """keys (..., T, head_dim) turned by rotary (interleaved pairs, as SmolLM2) at positions (T,), or back to before the turn."""
+    cos, sin = (t.to(keys.dtype) for t in rotary_cos_sin(positions, keys.shape[-1], base))
+    return turn(keys, cos, -sin if back else sin)
 
 
 def fit_basis(vectors: torch.Tensor) -> torch.Tensor:
@@ -32,24 +42,30 @@ def fit_basis(vectors: torch.Tensor) -> torch.Tensor:
     return torch.linalg.svd(rows.double(), full_matrices=full).Vh.transpose(1, 2).to(vectors.dtype)
 
 
-def fit_bases(cache: KVCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One (key basis, value basis) per layer, from what a filled KVCache holds."""
+def fit_bases(cache: KVCache, rotary_base: float | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One (key basis, value basis) per layer, from what a filled KVCache holds; with rotary_base, keys before the turn."""
     if not isinstance(cache, KVCache) or cache.tokens_kept == 0:
         raise (ValueError if isinstance(cache, KVCache) else TypeError)(bilingual(
             f"cache must be a KVCache filled by running the model on a text, got {shown(cache)}.",
             f"cache 必须是一个已经把模型在文本上跑过一遍、填满了的 KVCache，实际是 {shown(cache, True)}。"))
-    return [(fit_basis(layer.keys), fit_basis(layer.values)) for layer in cache.layers]
+    if rotary_base is None:
+        return [(fit_basis(layer.keys), fit_basis(layer.values)) for layer in cache.layers]
+    base = check_real(rotary_base, "rotary_base", "100000.0", True)
+    return [(fit_basis(turned(layer.keys, layer.positions, base, back=True)), fit_basis(layer.values)) for layer in cache.layers]
 
 
 class LowRankLayerCache(LayerCache):
     """Keeps `rank` coordinates per key and value; a later query reads them rebuilt, its own chunk as computed.
 
     The buffers hold the coordinates (b, kv_heads, tokens, rank), so `nbytes` is what they hold: 2 x kv_heads x rank
-    x tokens x bytes per number x batch. The bases are fixed per layer and not counted.
+    x tokens x bytes per number x batch. The bases are fixed per layer and not counted. With `rotary_base`, the key
+    basis is one fitted before the turn (fit_bases(..., rotary_base)): keys are turned back before their coordinates
+    are taken, and turned again at their positions when rebuilt. Positions are the slots 0, 1, ... (no padding mask).
     """
 
-    def __init__(self, key_basis: torch.Tensor, value_basis: torch.Tensor, rank: int) -> None:
+    def __init__(self, key_basis: torch.Tensor, value_basis: torch.Tensor, rank: int, rotary_base: float | None = None) -> None:
         super().__init__()
+        self.rotary_base = None if rotary_base is None else check_real(rotary_base, "rotary_base", "100000.0", True)
         for name, basis in (("key_basis", key_basis), ("value_basis", value_basis)):
             check_tensor(basis, name, ranks=(3,))  # (kv_heads, head_dim, head_dim), as fit_bases returns
             if basis.shape != key_basis.shape or basis.shape[1] != basis.shape[2]:
@@ -73,16 +89,23 @@ class LowRankLayerCache(LayerCache):
             raise ValueError(bilingual("A LowRankLayerCache keeps every token; it cannot be combined with a sliding window.",
                                        "LowRankLayerCache 保留全部词元，不能与滑动窗口（window）一起使用。"))
         self._check_basis_fits(keys, values)
+        new_positions = torch.arange(self.position, self.position + keys.shape[2], device=keys.device)
+        plain = keys if self.rotary_base is None else turned(keys, new_positions, self.rotary_base, back=True)
         # what LayerCache holds and returns here are coordinates, (b, kv_heads, tokens kept, rank)
-        held_keys, held_values, positions = super().update(keys @ self.key_basis, values @ self.value_basis)
+        held_keys, held_values, positions = super().update(plain @ self.key_basis, values @ self.value_basis)
         earlier = held_keys.shape[2] - keys.shape[2]
-        return (torch.cat([held_keys[:, :, :earlier] @ self.key_basis.mT, keys], 2),
+        return (torch.cat([self._rebuilt_keys(held_keys[:, :, :earlier], positions[:earlier]), keys], 2),
                 torch.cat([held_values[:, :, :earlier] @ self.value_basis.mT, values], 2), positions)
+
+    def _rebuilt_keys(self, coordinates: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Keys from their coordinates, turned at their positions if the basis was fitted before the turn."""
+        keys = coordinates @ self.key_basis.mT
+        return keys if self.rotary_base is None else turned(keys, positions, self.rotary_base)
 
     @property
     def keys(self) -> torch.Tensor | None:
         """The keys kept, rebuilt from their coordinates: (b, kv_heads, tokens kept, head_dim)."""
-        return None if self._keys is None else self._held()[0] @ self.key_basis.mT
+        return None if self._keys is None else self._rebuilt_keys(self._held()[0], self.positions)
 
     @property
     def values(self) -> torch.Tensor | None:
@@ -111,12 +134,12 @@ class LowRankLayerCache(LayerCache):
         return self.update(keys, values)[:2]
 
 
-def low_rank_kv_cache(bases: list[tuple[torch.Tensor, torch.Tensor]], rank: int) -> KVCache:
-    """A KVCache whose layer i keeps `rank` coordinates in bases[i] (from fit_bases)."""
+def low_rank_kv_cache(bases: list[tuple[torch.Tensor, torch.Tensor]], rank: int, rotary_base: float | None = None) -> KVCache:
+    """A KVCache whose layer i keeps `rank` coordinates in bases[i] (from fit_bases, with the same rotary_base)."""
     if not isinstance(bases, (list, tuple)) or not bases or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in bases):
         raise TypeError(bilingual(
             f"bases must be the list of (key basis, value basis) pairs that fit_bases returns, one per layer, got {shown(bases)}.",
             f"bases 必须是 fit_bases 返回的列表，每层一对 (键的基, 值的基)，实际是 {shown(bases, True)}。"))
     cache = KVCache(len(bases))
-    cache.layers = [LowRankLayerCache(keys, values, rank) for keys, values in bases]
+    cache.layers = [LowRankLayerCache(keys, values, rank, rotary_base) for keys, values in bases]
     return cache

@@ -245,6 +245,25 @@ class QuantizedLayerCache(LayerCache):
         return self.nbytes
 
 
+def quantized_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, tokens: int, bits: int, group_size: int = 32,
+                          value_group: int | None = None, bytes_per_value: int = 4) -> int:
+    """Bytes a QuantizedLayerCache per layer holds for `tokens`: codes, a scale and an offset per group, the unfinished keys.
+
+    Keys: each full group of group_size tokens keeps head_dim channels of codes plus 2 numbers per channel; the
+    tokens of the last, unfinished group wait in full precision. Values: each token keeps head_dim codes plus
+    2 numbers per value group (the whole head by default). Scales, offsets and waiting keys take bytes_per_value.
+    """
+    sizes = [check_size(n, name) for n, name in ((num_layers, "num_layers"), (num_kv_heads, "num_kv_heads"),
+                                                  (head_dim, "head_dim"), (bytes_per_value, "bytes_per_value"))]
+    layers, heads, head_dim, number = sizes
+    tokens, bits = check_size(tokens, "tokens", minimum=0), check_bits(bits)
+    group_size, value_group = check_size(group_size, "group_size"), check_size(value_group or head_dim, "value_group")
+    groups, waiting = divmod(tokens, group_size)
+    keys = groups * head_dim * (group_size * bits // 8 + 2 * number) + waiting * head_dim * number
+    values = tokens * (head_dim * bits // 8 + head_dim // value_group * 2 * number)
+    return layers * heads * (keys + values)
+
+
 def quantized_kv_cache(num_layers: int, bits: int = 8, group_size: int = 32, value_group: int | None = None,
                        keep_first: int = 0) -> KVCache:
     """A KVCache for a model of `num_layers` layers whose every layer is a QuantizedLayerCache with these settings."""

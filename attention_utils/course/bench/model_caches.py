@@ -22,12 +22,11 @@ from ...inference.kv_cache import KVCache
 from ...inference.paged_cache import PagedCache, paged_kv_cache
 from ...inference.quantized_cache import quantized_kv_cache
 from ...language import LANGUAGES
-from ...results import ROOT, load_saved
+from ...results import ROOT, SAVED_CACHE, load_saved
 from .harness import environment, run_in_child
 from .model_formats import alternate
 from .report import save_json, update_readme
 
-SAVED_CACHE = ROOT / "figures" / "bench_cache.json"
 KINDS = ("contiguous", "paged", "int8", "int4")
 NAMES = {"contiguous": ("contiguous float32", "连续存放的 float32"), "paged": ("paged float32 (16 tokens a page)", "分页的 float32（每页 16 个词元）"),
          "int8": ("int8", "int8"), "int4": ("int4", "int4")}
