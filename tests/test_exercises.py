@@ -122,10 +122,10 @@ def is_bilingual_no(out: str) -> bool:
 
 def test_numbers_are_read_in_every_form_a_learner_may_produce():
     for whole in (136, 136.0, np.int64(136), np.float32(136), torch.tensor(136), torch.tensor(136.0, dtype=torch.float64),
-                  np.array(136), fractions.Fraction(272, 2)):
+                  np.array(136), fractions.Fraction(272, 2), [136], np.array([136]), torch.tensor([[136]])):  # one element
         assert as_whole_number(whole) == 136, whole
-    for not_whole in (True, np.bool_(True), 136.5, float("nan"), "136", [136], torch.tensor([136, 1]), torch.tensor(136j),
-                      None, np.array([136])):
+    for not_whole in (True, np.bool_(True), 136.5, float("nan"), "136", [136, 1], torch.tensor([136, 1]), torch.tensor(136j),
+                      None, np.array([136, 1])):
         assert as_whole_number(not_whole) is None, not_whole
     assert as_real_number(np.float32(0.5)) == 0.5 and as_real_number(torch.tensor(0.5)) == 0.5
     assert as_real_number(float("inf")) is None and as_real_number(False) is None and as_real_number(1j) is None
