@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 import attention_utils as au
 from attention_utils import language, results
-from attention_utils.same_process import same_process_pairs
+from attention_utils.results import same_process_pairs
 from attention_utils.course.bench import harness, implementations, report
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,0 +1,169 @@
+"""Lesson 14: the real model's decode step in each weight format, its roofline point and the verdicts on the targets."""
+
+from __future__ import annotations
+
+import math
+
+from ..checks import bilingual, shown
+from ..language import table
+from .saved import at_length, reads
+
+
+@reads("SAVED_MODEL", "rows", "weights")
+def model_rows(results: dict, weights: str = "float32", batch: int = 1) -> dict[int, dict]:
+    """The saved rows of one weight format and batch size, by prompt length."""
+    found = {row["length"]: row for row in results["rows"] if row["weights"] == weights and row["batch"] == batch}
+    if not found:
+        measured = sorted({(row["weights"], row["batch"]) for row in results["rows"]})
+        raise ValueError(bilingual(f"the saved results hold no rows for weights={weights!r} at batch={batch}; measured: {measured}.",
+                                   f"已保存的结果里没有 weights={weights!r}、batch={batch} 的记录；测过的有：{measured}。"))
+    return found
+
+
+@reads("SAVED_MODEL", "rows", "weights")
+def model_decode_lines(results: dict, language: str = "en", length: int = 128) -> list[str]:
+    """What lesson 13 prints from the saved benchmark: prefill and decode step of the real model at one prompt length."""
+    row = at_length(model_rows(results), length)
+    env = results["environment"]
+    values = dict(t=length, prefill=row["prefill_ms"], step=row["decode_ms"], ratio=row["prefill_over_decode"],
+                  weights=row["weight_bytes"] / 1e6, cache=row["cache_bytes"] / 1e6, calls=results["workload"]["calls"],
+                  date=env["date"], cpu=env["cpu"], threads=env["threads"])
+    if language == "zh":
+        return ["make bench（{date}，{cpu}，{threads} 个线程），float32，批大小 1，每种交替计时 {calls} 次的中位数：".format(**values),
+                "  预填充 {t} 个词元：{prefill:.0f} 毫秒".format(**values),
+                "  在有 {t} 个词元的缓存上解码一个词元：{step:.1f} 毫秒".format(**values),
+                "  预填充的耗时是一步解码的 {ratio:.1f} 倍（词元数是 {t} 倍）".format(**values),
+                "  一步解码读取的字节：权重 {weights:.0f} MB，缓存 {cache:.1f} MB".format(**values)]
+    return ["make bench ({date}, {cpu}, {threads} threads), float32, batch 1, medians of {calls} alternating calls each:"
+            .format(**values),
+            "  prefill of {t} tokens: {prefill:.0f} ms".format(**values),
+            "  one decode step against a cache of {t} tokens: {step:.1f} ms".format(**values),
+            "  the prefill takes {ratio:.1f}x as long as one step (for {t}x the tokens)".format(**values),
+            "  bytes one decode step reads: weights {weights:.0f} MB, cache {cache:.1f} MB".format(**values)]
+
+
+# Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
+FORMATS = ("float32", "bfloat16", "int8")
+SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name a row
+ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
+TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
+TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
+
+
+@reads("SAVED_MODEL", "timings", "format")
+def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode") -> dict:
+    """The saved timing row of one format ("float32", ..., "transformers float32", "matmul floor"), batch and phase."""
+    found = [row for row in results["timings"] if (row["format"], row["batch"], row["phase"]) == (fmt, batch, phase)]
+    if not found:
+        measured = sorted({(row["format"], row["batch"]) for row in results["timings"] if row["phase"] == phase})
+        raise ValueError(bilingual(
+            f"the saved results hold no {phase} row for fmt={fmt!r} at batch={batch}; measured: {measured}.",
+            f"已保存的结果里没有 fmt={fmt!r}、batch={batch} 的 {phase} 记录；测过的有：{measured}。"))
+    return found[0]
+
+
+def roofline_point(row: dict) -> dict:
+    """Where a timing row sits on the roofline: FLOPs per byte read (weights + cache) and GFLOP/s achieved."""
+    if not isinstance(row, dict) or not all(isinstance(row.get(k), (int, float)) for k in ROW_FIELDS):
+        raise (ValueError if isinstance(row, dict) else TypeError)(bilingual(
+            f"row must be one timing row with {', '.join(ROW_FIELDS)}, such as model_timing(results, 'float32'), not the "
+            f"whole results; got {shown(row)}.",
+            f"row 必须是一行计时记录（含 {', '.join(ROW_FIELDS)}），例如 model_timing(results, 'float32')，而不是整份结果；"
+            f"实际是 {shown(row, True)}。"))
+    return {"intensity": row["flops"] / (row["weight_bytes"] + row["cache_bytes"]), "gflop_s": row["flops"] / row["ms"] / 1e6}
+
+
+def _has_transformers(results: dict) -> bool:
+    """Whether the bench could time transformers (it writes no rows of it where transformers is missing)."""
+    return any(row["format"] == TRANSFORMERS for row in results["timings"])
+
+
+@reads("SAVED_MODEL", "timings", "format")
+def model_verdicts(results: dict) -> dict:
+    """Issue 25's targets, measured: each ratio from rows of the one process, with whether it meets its target."""
+    def ms(fmt: str, batch: int = 1) -> float:
+        return model_timing(results, fmt, batch)["ms"]
+
+    best = min(FORMATS[1:], key=ms)
+    batches = {r["batch"] for r in results["timings"] if (r["format"], r["phase"]) == ("float32", "decode")}
+    batch = max(b for b in batches if b <= 8)  # 8, or the largest a quick run measured
+    quality = results["quality"][best]
+    ppl = quality["perplexity"] / results["quality"]["float32"]["perplexity"] - 1
+    measured = {
+        "floor": ms("matmul floor") / ms("float32"),  # speed relative to the bare products: 1 = no overhead at all
+        "transformers": ms(TRANSFORMERS) / ms("float32") if _has_transformers(results) else None,  # > 1: the package is faster
+        "best_format": ms("float32") / ms(best),
+        "batch8": batch * ms("float32") / ms("float32", batch),  # tokens per second at batch 8 over batch 1
+        "free_running": quality["free_running_agreement"], "teacher_forced": quality["teacher_forced_agreement"],
+        "perplexity": ppl,
+    }
+    passes = {key: measured[key] is not None and measured[key] >= TARGETS[key]
+              for key in ("floor", "transformers", "best_format", "batch8")}
+    passes |= {key: measured[key] >= TARGETS["agreement"] for key in ("free_running", "teacher_forced")}
+    passes["perplexity"] = abs(ppl) <= TARGETS["perplexity"]
+    return {"best": best, "batch": batch, "measured": measured, "passes": passes}
+
+
+@reads("SAVED_MODEL", "timings", "format")
+def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
+    """One line per target of issue 25: what was measured, the target, ✅ or ❌."""
+    v = model_verdicts(results)
+    m, ok = v["measured"], {key: "✅" if passed else "❌" for key, passed in v["passes"].items()}
+    if m["transformers"] is None:  # not measured: say so instead of a number
+        ok["transformers"], m["transformers"] = "➖", math.nan
+    en = [f"{ok['floor']} float32 step at {m['floor']:.2f} of its matmul floor's speed (target ≥ 0.8)",
+          f"{ok['transformers']} float32 step {m['transformers']:.2f}× as fast as transformers (target ≥ 1.1×)",
+          f"{ok['best_format']} {v['best']} decodes {m['best_format']:.2f}× as fast as float32 (target ≥ 2×)",
+          f"{ok['batch8']} batch {v['batch']} gives {m['batch8']:.2f}× batch 1's tokens per second (target ≥ 4×)",
+          f"{ok['free_running']} {v['best']}: {m['free_running']:.0%} of tokens equal float32's, each continuing its own text "
+          "(target ≥ 90%)",
+          f"{ok['teacher_forced']} {v['best']}: {m['teacher_forced']:.0%} of next-token picks equal float32's along "
+          "float32's text (target ≥ 90%)",
+          f"{ok['perplexity']} {v['best']}: perplexity {m['perplexity']:+.1%} against float32 (target within ±2%)"]
+    zh = [f"{ok['floor']} float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍（目标 ≥ 0.8）",
+          f"{ok['transformers']} float32 一步解码的速度是 transformers 的 {m['transformers']:.2f} 倍（目标 ≥ 1.1）",
+          f"{ok['best_format']} {v['best']} 的解码速度是 float32 的 {m['best_format']:.2f} 倍（目标 ≥ 2）",
+          f"{ok['batch8']} 批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（目标 ≥ 4）",
+          f"{ok['free_running']} {v['best']} 各自生成时，{m['free_running']:.0%} 的词元与 float32 相同（目标 ≥ 90%）",
+          f"{ok['teacher_forced']} {v['best']} 沿 float32 的续写逐位预测时，{m['teacher_forced']:.0%} 的下一个词元与 float32 "
+          "相同（目标 ≥ 90%）",
+          f"{ok['perplexity']} {v['best']} 的困惑度比 float32 变化 {m['perplexity']:+.1%}（目标在 ±2% 以内）"]
+    if ok["transformers"] == "➖":
+        en[1], zh[1] = "➖ transformers was not measured (not installed where `make bench` ran)", "➖ 没有测量 transformers（运行 `make bench` 的机器上没有安装它）"
+    return zh if language == "zh" else en
+
+
+@reads("SAVED_MODEL", "timings", "format")
+def model_format_table(results: dict, language: str = "en") -> str:
+    """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and quality against float32."""
+
+    headers = (["格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）", "各自生成一致率",
+                "逐位一致率", "最大 logit 差", "困惑度"] if language == "zh" else
+               ["format", "weights (MB)", "decode step (ms)", "prefill (ms)", "decode speed vs float32",
+                "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
+    base = model_timing(results, "float32")["ms"]
+    rows = []
+    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", "matmul floor") if any(
+            r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
+        step = model_timing(results, fmt)
+        prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
+        q = results["quality"][fmt] if fmt in FORMATS else None  # the bench measures the quality of its formats only
+        shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
+        rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
+                     f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",
+                     *([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
+                        f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)])
+    return table(headers, rows)
+
+
+@reads("SAVED_MODEL", "timings", "format")
+def model_batch_table(results: dict, language: str = "en") -> str:
+    """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
+
+    batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
+    names = [n for n in (*FORMATS, "q4", "matmul floor") if any(r["format"] == n for r in results["timings"])]
+    headers = ["批大小" if language == "zh" else "batch"] + [
+        f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
+    rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"
+                   for n in names] for b in batches]
+    return table(headers, rows)
