@@ -110,3 +110,15 @@ def test_full_rank_before_the_turn_changes_nothing(tiny_llama):
     bases = fit_bases(filled, rotary_base=10000.0)
     full = logits_through_cache(tiny_llama, tokens, low_rank_kv_cache(bases, 8, rotary_base=10000.0), prefill=4, chunk=3)
     torch.testing.assert_close(full, reference, rtol=0, atol=1e-10)
+
+
+def test_a_basis_that_is_not_orthonormal_is_refused():
+    """Coordinates Bᵀk rebuild k only through an orthonormal B: a stretched basis would make the cache hold other keys."""
+    from contract_helpers import assert_contract_error
+
+    stretched = 2 * torch.eye(4)[None]
+    assert_contract_error(lambda: LowRankLayerCache(stretched, torch.eye(4)[None], rank=2), "key_basis")
+    assert_contract_error(lambda: LowRankLayerCache(torch.eye(4)[None], stretched, rank=2), "value_basis")
+    skewed = torch.eye(4)[None].clone()
+    skewed[0, 0, 3] = 0.5  # only the fourth column leans: a rank-3 cache never uses it
+    LowRankLayerCache(skewed, skewed, rank=3)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from ..checks import bilingual, check_real, check_same_dtype, check_size, check_tensor, shown
+from ..checks import bilingual, check_orthonormal, check_real, check_same_dtype, check_size, check_tensor, shown
 from ..rotary import rotary_cos_sin, turn
 from .kv_cache import KVCache, LayerCache
 
@@ -80,6 +80,8 @@ class LowRankLayerCache(LayerCache):
             raise ValueError(bilingual(
                 f"rank={self.rank} must be at most head_dim={key_basis.shape[-1]}: a basis has that many directions.",
                 f"rank={self.rank} 不能超过 head_dim={key_basis.shape[-1]}：基里只有这么多个方向。"))
+        check_orthonormal(key_basis, "key_basis", columns=self.rank)  # else the coordinates would not rebuild the keys
+        check_orthonormal(value_basis, "value_basis", columns=self.rank)
         self.key_basis, self.value_basis = key_basis[..., :self.rank], value_basis[..., :self.rank]  # (kv_heads, head_dim, rank)
 
     def update(self, keys: torch.Tensor, values: torch.Tensor, window: int | None = None, sinks: int = 0
