@@ -13,33 +13,19 @@ from pathlib import Path
 
 import nbformat
 
+from test_claims_01_05 import lesson, stored
+from test_claims_01_05 import prose as english_and_chinese
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
-
-
-def lesson(stem: str) -> nbformat.NotebookNode:
-    return nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
 
 
 def saved(name: str) -> dict:
     return json.loads((ROOT / "figures" / name).read_text(encoding="utf-8"))
 
 
-def stored(nb: nbformat.NotebookNode, marker: str) -> str:
-    """The stored text output of the one code cell whose source holds `marker`."""
-    cells = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
-    assert len(cells) == 1, f"{len(cells)} code cells hold {marker!r}"
-    return "".join(o.get("text", "") for o in cells[0].outputs if o.output_type == "stream")
-
-
 def prose(nb: nbformat.NotebookNode, marker: str) -> tuple[str, str]:
-    """The English markdown cell that holds `marker`, and the Chinese cell right after it, line breaks as spaces."""
-    found = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and marker in c.source
-             and "en" in c.metadata.get("tags", [])]
-    assert len(found) == 1, f"{len(found)} English cells hold {marker!r}"
-    en, zh = nb.cells[found[0]], nb.cells[found[0] + 1]
-    assert "zh" in zh.metadata.get("tags", [])
-    return tuple(re.sub(r"(?<!\n)\n(?!\n)", " ", cell.source) for cell in (en, zh))
+    """The English cell that holds `marker` and the Chinese cell after it, single line breaks read as spaces."""
+    return tuple(re.sub(r"(?<!\n)\n(?!\n)", " ", text) for text in english_and_chinese(nb, marker))
 
 
 def printed(pattern: str, text: str) -> re.Match:
