@@ -144,6 +144,7 @@ def test_lesson16_grid_readings_quote_both_seeds_of_the_saved_grid(fixed_memory,
         assert seeds_text(language, *found) in prose(fixed_memory, language), (language, found)
 
 
+@pytest.fixture(scope="module")
 def caches():
     return lesson("15_shrinking_the_kv_cache.ipynb")
 

@@ -42,7 +42,9 @@ def q4(smollm2):
 def gguf_reference(file, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """gguf's float32 weights of one tensor, and each block's d and z = m + 8d, read with numpy (rows, blocks)."""
     entry = file.entry(name)
-    raw = np.asarray(file.data[entry.offset:entry.offset + tensor_bytes(entry)]).reshape(entry.shape[0], -1)
+    with open(file.path, "rb") as stream:  # the bytes read here, not through the reader under test
+        stream.seek(file.start + entry.offset)
+        raw = np.frombuffer(stream.read(tensor_bytes(entry)), dtype=np.uint8).reshape(entry.shape[0], -1)
     weights = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_1)
     blocks = raw.reshape(entry.shape[0], -1, 20)
     d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
