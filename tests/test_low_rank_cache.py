@@ -65,6 +65,14 @@ def test_bytes_and_perplexity_by_hand():
     assert math.isclose(perplexity(uniform, torch.zeros(1, 6, dtype=torch.long), first=3), 50, rel_tol=1e-6)
 
 
+def test_bfloat16_logits_are_scored_to_float32_precision():
+    """bfloat16 logits (lesson 14's formats) get the perplexity of the same numbers in float64, not a 3-digit mean."""
+    logits = torch.randn(1, 300, 97, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    tokens = torch.randint(0, 97, (1, 300), generator=torch.Generator().manual_seed(4))
+    by_hand = -torch.log_softmax(logits[0, :-1].double(), dim=-1).gather(1, tokens[0, 1:, None]).mean()
+    assert perplexity(logits, tokens) == pytest.approx(by_hand.exp().item(), rel=1e-5)
+
+
 def test_errors_are_bilingual():
     with pytest.raises(ValueError, match="filled.*\n.*填满"):
         fit_bases(KVCache(2))
