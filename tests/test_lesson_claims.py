@@ -177,3 +177,23 @@ def test_lesson15_doubling_row(caches):
     mib, times = printed(r"doubling \(lesson 12\)\s+([\d.]+)\s+(\d\.\d\d)", stored_text(caches)).groups()
     assert f"take {mib} MiB, {times} times" in prose(caches, "en")
     assert f"占 {mib} MiB，是 {times} 倍" in prose(caches, "zh")
+
+
+def test_lesson15_weights_and_cache_shares(caches):
+    """The shares printed for weights and cache equal a hand count (538,060,032 float32 weight bytes, 46,080 cache bytes
+    per token, the q4 file's 123,118,848), and the text quotes each printed share and perplexity."""
+    outputs = stored_text(caches)
+    weights, q4, per_token = 538_060_032, 123_118_848, 46_080
+    int4 = float(printed(r"\nint4 cache\s+538\s+([\d,]+)\s", outputs)[1].replace(",", ""))
+    for batch, length in ((1, 1024), (16, 4096)):
+        total = weights / batch + per_token * length
+        line = printed(rf"batch {batch}, {length:,} tokens: float32 reads ([\d,]+) MB per token, (\d+)% of it weights; left after "
+                       r"shrinking the weights (\d+)%, the cache (\d+)%, both (\d+)%", outputs).groups()
+        by_hand = (f"{total / 1e6:,.0f}", f"{weights / batch / total:.0%}", f"{(q4 / batch + per_token * length) / total:.0%}",
+                   f"{(weights / batch + int4 * length) / total:.0%}", f"{(q4 / batch + int4 * length) / total:.0%}")
+        assert line == tuple(s.rstrip("%") for s in by_hand)
+        for share in line[1:]:
+            assert f"{share}%" in prose(caches, "en") and f"{share}%" in prose(caches, "zh")
+    for name in ("q4 weights", "int4 cache", r"q4 \+ int4 cache"):
+        perplexity = printed(rf"\n{name}\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+(\d+\.\d\d)\n", outputs)[1]
+        assert perplexity in prose(caches, "en") and perplexity in prose(caches, "zh"), name

@@ -1,7 +1,9 @@
-"""Lesson 15's figures and explorer: key magnitudes by channel, and quality against cache bytes per token.
+"""Lesson 15's figures and explorer: key magnitudes by channel, quality against cache bytes, and bytes read per token.
 
 A point is a dict: {"method": a key of METHOD_NAMES, "label": its setting ("int4", "rank 16"),
 "bytes_per_token": cache bytes per token of text, "perplexity": on the held-out text}.
+A set-up is a dict: {"label", "shrunk": a key of SHRUNK_NAMES, "weights": weight bytes, "cache_per_token": cache bytes
+per cached token, "kept": the most tokens the cache keeps (None: all of them), "perplexity"}.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..checks import bilingual, cannot_read, check_holds_values, check_index, check_size, check_tensor, shown
 from ..language import text
@@ -30,6 +33,9 @@ METHOD_NAMES = {
     "low_rank_before": ("low-rank, fitted before the turn", "低秩，旋转之前拟合"),
     "window": ("window with sinks", "带汇聚点的窗口"),
 }
+SHRUNK_NAMES = {"none": ("nothing shrunk (float32)", "什么都没缩小（float32）"), "weights": ("weights shrunk", "缩小权重"),
+                "cache": ("cache shrunk", "缩小缓存"), "both": ("both shrunk", "两者都缩小")}
+SETTINGS = ((1, 1024), (16, 4096))  # (batch, tokens in each sequence's cache): one chat, and a busy server
 
 
 def key_magnitudes(keys: torch.Tensor) -> torch.Tensor:
@@ -135,3 +141,59 @@ def show_quality_bytes(points: list[dict]) -> None:
     explore(lambda chosen: draw_quality_bytes(points, chosen),
             chosen=widgets.SelectionSlider(options=options, value=order[-1], description=text("cache", "缓存"),
                                            layout=widgets.Layout(width="520px")))
+
+
+def bytes_read(setup: dict, batch: int, length: int) -> float:
+    """Bytes a decode step reads per generated token: the weights, shared by the batch, plus this sequence's own cache."""
+    kept = length if setup["kept"] is None else min(length, setup["kept"])
+    return setup["weights"] / batch + setup["cache_per_token"] * kept
+
+
+def draw_bytes_read(setups: list[dict], settings: tuple = SETTINGS) -> Figure:
+    """Perplexity against MB read per generated token, one panel per (batch, length): which bytes are worth shrinking."""
+    _check_setups(setups)
+    if not isinstance(settings, (list, tuple)) or not 1 <= len(settings) <= MOST_PANELS or not all(
+            isinstance(s, (list, tuple)) and len(s) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                                                 for n in s) for s in settings):
+        raise TypeError(bilingual(
+            f"settings must be 1 to {MOST_PANELS} (batch, length) pairs of positive whole numbers, got {shown(settings)}.",
+            f"settings 必须是 1 到 {MOST_PANELS} 个由正整数组成的 (batch, length) 对，实际是 {shown(settings, True)}。"))
+    fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4.6), sharey=True, layout="constrained",
+                             squeeze=False)
+    for ax, (batch, length) in zip(axes[0], settings):
+        for index, shrunk in enumerate(SHRUNK_NAMES):
+            chosen = [s for s in setups if s["shrunk"] == shrunk]
+            if chosen:
+                ax.scatter([bytes_read(s, batch, length) / 1e6 for s in chosen], [s["perplexity"] for s in chosen],
+                           color="black" if shrunk == "none" else f"C{index - 1}", label=text(*SHRUNK_NAMES[shrunk]))
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))  # 50, 100, 200 rather than 10^2
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set(title=text(f"batch {batch}, {length:,} tokens in each cache", f"批大小 {batch}，每个缓存 {length:,} 个词元"),
+               xlabel=text("MB read per generated token (log scale)", "每生成一个词元读取的 MB（对数刻度）"))
+        ax.grid(True, which="both", alpha=0.3)
+        label_points(ax, [(bytes_read(s, batch, length) / 1e6, s["perplexity"]) for s in setups], [s["label"] for s in setups])
+    axes[0, 0].set_ylabel(text("perplexity on the held-out text", "留出文本上的困惑度"))
+    handles, labels = axes[0, 0].get_legend_handles_labels()  # one legend below both panels: inside, it hid a point
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=9)
+    return fig
+
+
+def _check_setups(setups: object) -> None:
+    """A list of 1 to MOST_POINTS set-ups, each with the keys bytes_read and the figure read."""
+    fields = ("label", "shrunk", "weights", "cache_per_token", "kept", "perplexity")
+    if not isinstance(setups, (list, tuple)) or not 1 <= len(setups) <= MOST_POINTS or not all(
+            isinstance(s, dict) and set(fields) <= s.keys() for s in setups):
+        raise TypeError(bilingual(
+            f"setups must be a list of 1 to {MOST_POINTS} dicts with the keys {', '.join(fields)}, got {shown(setups)}.",
+            f"setups 必须是 1 到 {MOST_POINTS} 个字典组成的列表，每个字典带有 {'、'.join(fields)} 这些键，实际是 {shown(setups, True)}。"))
+    for s in setups:
+        sizes = [s[key] for key in ("weights", "cache_per_token", "perplexity")] + ([] if s["kept"] is None else [s["kept"]])
+        if s["shrunk"] not in SHRUNK_NAMES or not all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < math.inf for v in sizes):
+            raise ValueError(bilingual(
+                f"each set-up needs shrunk from {', '.join(SHRUNK_NAMES)}, positive finite weights, cache_per_token and "
+                f"perplexity, and kept None or a positive number; got {shown(s)}.",
+                f"每个设置的 shrunk 必须是 {'、'.join(SHRUNK_NAMES)} 之一，weights、cache_per_token 和 perplexity 必须是有限的正数，"
+                f"kept 是 None 或正数；实际是 {shown(s, True)}。"))
