@@ -18,7 +18,8 @@ import pytest
 import torch
 from torch import nn
 
-from attention_utils.course.bench.model_formats import TEXT, quality
+from attention_utils.course.bench.model_formats import quality
+from attention_utils.inference.held_out import HELD_OUT_TEXT
 from attention_utils.inference.weight_formats import weight_bytes
 from attention_utils.models.gguf_file import read_gguf, tensor_bytes
 from attention_utils.models.q4_weights import Q4Linear, q4_1_blocks, to_q4
@@ -98,7 +99,7 @@ def test_logits_against_float32(smollm2, q4):
     assert found["teacher_forced_agreement"] >= 0.95
     assert found["free_running_agreement"] >= 0.3
     assert abs(found["perplexity"] / reference - 1) < 0.05
-    assert found["text_tokens"] == len(tokenizer.encode(TEXT))
+    assert found["text_tokens"] == len(tokenizer.encode(HELD_OUT_TEXT))
 
 
 def test_contract(smollm2, file):

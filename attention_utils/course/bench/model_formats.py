@@ -33,19 +33,17 @@ import torch.nn.functional as F
 from ...inference.batched_generation import generate_batch, left_pad
 from ...inference.decode_cost import forward_cost
 from ...inference.kv_cache import KVCache
+from ...inference.held_out import HELD_OUT_TEXT
 from ...inference.weight_formats import to_format, weight_bytes
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
 from ...models.q4_weights import to_q4
 
-# Prompts the lesson never tunes on, and a held-out text for perplexity (both written for this bench).
+# Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
+# so the weight formats and the caches stand on one picture.
 HELD_OUT = ["The largest ocean on Earth is", "A recipe for bread needs flour, water and",
             "In 1969, the first people to walk on the Moon", "def fibonacci(n):\n    if n <",
             "My favourite season is autumn because", "The heart pumps blood through",
             "To make a paper plane, first fold", "The train left the station at"]
-TEXT = ("The river ran past the old mill, where the wheel had stopped turning many years ago. Children from the village "
-        "still came on summer afternoons to throw stones into the water and watch the rings spread toward the far bank. "
-        "Their grandparents remembered the sound of the grinding stones and the smell of fresh flour, and they told "
-        "stories of the miller, a tall man who whistled while he worked and gave every child a small loaf on Fridays.")
 TRANSFORMERS = "transformers float32"
 FLOOR = "matmul floor"
 LLAMA_CPP = "llama.cpp"  # llama-cpp-python on the same file, when it is installed (never in CI)
@@ -206,13 +204,13 @@ def kernel_path() -> dict:
 
 @torch.no_grad()
 def quality(models: dict, tokenizer, new_tokens: int) -> dict:
-    """Against float32: free-running and teacher-forced greedy agreement, largest logit difference, perplexity on TEXT."""
+    """Against float32: free-running and teacher-forced greedy agreement, largest logit difference, perplexity on the held-out text."""
     prompts = [tokenizer.encode(prompt) for prompt in HELD_OUT]
     runs = {name: generate_batch(m, prompts, new_tokens, KVCache(m.config.num_layers)) for name, m in models.items()}
     reference = runs["float32"]
     tokens, padding = reference.tokens, torch.cat([left_pad(prompts)[1], torch.zeros_like(reference.new_tokens,
                                                                                           dtype=torch.bool)], dim=1)
-    text = torch.tensor([tokenizer.encode(TEXT)])
+    text = torch.tensor([tokenizer.encode(HELD_OUT_TEXT)])
     logits = {name: m(text).float()[0, :-1] for name, m in models.items()}
     found = {}
     for name, m in models.items():
