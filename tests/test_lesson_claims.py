@@ -197,3 +197,14 @@ def test_lesson15_weights_and_cache_shares(caches):
     for name in ("q4 weights", "int4 cache", r"q4 \+ int4 cache"):
         perplexity = printed(rf"\n{name}\s+\d+\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+(\d+\.\d\d)\n", outputs)[1]
         assert perplexity in prose(caches, "en") and perplexity in prose(caches, "zh"), name
+
+
+def test_lesson14_kernel_rows_and_the_bench_profile(decoding):
+    """Section 6: neither kernel reads near the bandwidth roof, bfloat16's roof is below float32's; section 7: mm most."""
+    outputs = stored_text(decoding)
+    bandwidth = _number(r"the bandwidth roof: ([\d.]+) GB/s", outputs)
+    for name in ("int8 kernel", "bfloat16 F.linear"):
+        assert _number(rf"{name}\s*: +[\d.]+ ms for +\d+ MB, +([\d.]+) GB/s", outputs) < 0.75 * bandwidth  # "nowhere near"
+    float32, bfloat16 = (_number(rf"{name} ([\d.]+)", printed(r"compute roofs[^\n]*", outputs)[0]) for name in ("float32", "bfloat16"))
+    assert bfloat16 < 0.5 * float32  # "far below float32's"
+    assert _number(r"matrix products (\d+)% of the steps' own CPU time", outputs) > 50  # "most of the time"
