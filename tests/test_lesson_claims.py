@@ -237,3 +237,13 @@ def test_lesson14_the_file_is_about_a_sixth_and_int8_misses_its_prediction(decod
     predicted, measured = printed(r"≈ ([\d.]+) ms; the bench measured ([\d.]+) ms", outputs).groups()
     assert float(measured) > 1.2 * float(predicted)  # exercise 1 (c): "the bench measured more than that"
     assert "about a sixth" in prose(decoding, "en") and "六分之一" in prose(decoding, "zh")
+
+
+def test_lesson14_int8_weight_rounding_against_bfloat16_arithmetic(decoding):
+    """'int8 weights alone move the logits more than bfloat16 does; bfloat16 arithmetic on top adds less than that'."""
+    outputs = stored_text(decoding)
+    found = {name: _number(rf"\n{name}\s+mean logit difference ([\d.]+)", outputs)
+             for name in ("bfloat16", "int8", "int8, float32 arithmetic")}
+    weights_only = found["int8, float32 arithmetic"]
+    assert weights_only > found["bfloat16"]
+    assert 0 < found["int8"] - weights_only < weights_only  # "adds less than that": the weight rounding is the larger part
