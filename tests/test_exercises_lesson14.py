@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from attention_utils.exercises import lesson14
+from attention_utils.results import SAVED_MODEL
 from test_exercises_lesson13 import Awkward, verdict  # the same odd answer and verdict capture
 
-STEP_MS = 100.0  # by hand: 1e9 weights × 2 bytes / 20e9 bytes per second = 0.1 s
+
+def _saved_step(fmt: str) -> tuple[float, float]:
+    """(MB, ms) of one format's batch-1 decode row, read from the JSON with plain json, not the package's readers."""
+    rows = json.loads(SAVED_MODEL.read_text())["timings"]
+    row = next(r for r in rows if (r["format"], r["batch"], r["phase"]) == (fmt, 1, "decode"))
+    return row["weight_bytes"] / 1e6, row["ms"]
+
+
+# Exercise 1 by hand: W / B + t0 = t for float32 and bfloat16, two equations in 1 / B and t0 (numpy's solver).
+(W32, T32), (W16, T16), (W8, T8) = (_saved_step(f) for f in ("float32", "bfloat16", "int8"))
+INVERSE_B, T0 = np.linalg.solve(np.array([[W32, 1.0], [W16, 1.0]]), np.array([T32, T16]))
+BANDWIDTH = 1 / INVERSE_B  # MB per ms = GB/s
+INT8_MS = W8 * INVERSE_B + T0
 INTENSITY = 4.0  # by hand: 2 FLOPs × 8 tokens / 4 bytes
 RIDGE_BATCH = 20.0  # by hand: 400 / 40 = 10 FLOPs per byte = 2B / 4
 FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
@@ -18,24 +33,47 @@ FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.
 
 @pytest.mark.parametrize("form", FORMS)
 def test_right_answers_in_every_form(form):
-    assert "Correct" in verdict(lesson14.check_step_ms, form(STEP_MS))
+    assert "Correct" in verdict(lesson14.check_fit, form(BANDWIDTH), form(T0))
+    assert "Correct" in verdict(lesson14.check_int8_prediction, form(INT8_MS))
     assert "Correct" in verdict(lesson14.check_intensity, form(INTENSITY))
     assert "Correct" in verdict(lesson14.check_ridge_batch, form(RIDGE_BATCH))
 
 
 @pytest.mark.parametrize("check, wrong, hint", [
-    (lesson14.check_step_ms, 200.0, "float32"), (lesson14.check_step_ms, 0.1, "seconds"),
-    (lesson14.check_step_ms, 7.0, "divided by"),
+    (lesson14.check_int8_prediction, T8, "what the bench measured"), (lesson14.check_int8_prediction, W8 / BANDWIDTH, "fixed cost"),
+    (lesson14.check_int8_prediction, 2 * INT8_MS, "t = int8's"),
     (lesson14.check_intensity, 0.5, "batch 1"), (lesson14.check_intensity, 2.0, "multiply and an add"),
     (lesson14.check_ridge_batch, 10.0, "where the roofs meet"), (lesson14.check_ridge_batch, 3.0, "Set 2 × B / 4"),
-    (lesson14.check_step_ms, torch.tensor([0.1]), "seconds"), (lesson14.check_intensity, [0.5], "batch 1"),
+    (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_intensity, [0.5], "batch 1"),
+    (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "same size"),
+    (lesson14.check_int8_miss, "d", "one letter"),
 ])
 def test_mistakes_get_their_hint(check, wrong, hint):
     out = verdict(check, wrong)
     assert "Not yet" in out and hint in out
 
 
-@pytest.mark.parametrize("check", [lesson14.check_step_ms, lesson14.check_intensity, lesson14.check_ridge_batch])
+def test_the_int8_miss_has_one_right_letter():
+    assert "Correct" in verdict(lesson14.check_int8_miss, " b ")
+
+
+@pytest.mark.parametrize("bandwidth, fixed, hint", [
+    (W32 / T32, 0.0, "float32's bytes over its time"), (W32 / T32, T0, "float32's bytes over its time"),
+    (BANDWIDTH * 1e3, T0, "units"), (BANDWIDTH, T0 + 2.0, "subtract"), (3.0, 1.0, "subtract"),
+])
+def test_fit_mistakes_get_their_hint(bandwidth, fixed, hint):
+    out = verdict(lesson14.check_fit, bandwidth, fixed)
+    assert "Not yet" in out and hint in out
+
+
+@pytest.mark.parametrize("odd", ["7", [1, 2], Awkward(), float("nan"), None])
+def test_fit_odd_answers_get_a_verdict_not_a_traceback(odd):
+    assert "Correct" not in verdict(lesson14.check_fit, odd, T0)
+    assert "Correct" not in verdict(lesson14.check_fit, BANDWIDTH, odd)
+
+
+@pytest.mark.parametrize("check", [lesson14.check_int8_prediction, lesson14.check_int8_miss, lesson14.check_intensity,
+                                   lesson14.check_ridge_batch])
 @pytest.mark.parametrize("odd", ["100", [1, 2], Awkward(), float("nan"), None])
 def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):
     out = verdict(check, odd)
@@ -43,5 +81,5 @@ def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):
 
 
 def test_a_meta_tensor_has_no_value_to_check():
-    out = verdict(lesson14.check_step_ms, torch.tensor([STEP_MS], device="meta"))
+    out = verdict(lesson14.check_int8_prediction, torch.tensor([INT8_MS], device="meta"))
     assert "Not yet" in out and "number of milliseconds" in out

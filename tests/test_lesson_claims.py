@@ -208,3 +208,73 @@ def test_lesson14_kernel_rows_and_the_bench_profile(decoding):
     float32, bfloat16 = (_number(rf"{name} ([\d.]+)", printed(r"compute roofs[^\n]*", outputs)[0]) for name in ("float32", "bfloat16"))
     assert bfloat16 < 0.5 * float32  # "far below float32's"
     assert _number(r"matrix products (\d+)% of the steps' own CPU time", outputs) > 50  # "most of the time"
+
+
+@pytest.fixture(scope="module")
+def decoding():
+    return lesson("14_why_decoding_is_slow.ipynb")
+
+
+def _number(pattern: str, text: str) -> float:
+    return float(printed(pattern, text)[1].replace(",", ""))
+
+
+def test_lesson14_decode_and_prefill_either_side_of_the_bench_ridge(decoding):
+    outputs = stored_text(decoding)
+    ridge = _number(r"the bench's ridge: ([\d.]+)", outputs)
+    assert _number(r"arithmetic intensity: ([\d.]+)", outputs) < ridge / 5  # "far left"
+    assert _number(r"prefill of 128 tokens: ([\d.]+)", outputs) > 5 * ridge  # "far to the right"
+    assert "far left of the bench's ridge" in prose(decoding, "en") and "远在基准测试的脊点" in prose(decoding, "zh")
+
+
+def test_lesson14_a_cached_token_costs_far_more_than_its_bytes_and_flops(decoding):
+    """Section 4: the step grows less than the prefill, more than its bytes; per token, 'neither bytes nor FLOPs explain it'."""
+    outputs = stored_text(decoding)
+    prefill, step, read = printed(r"prefill takes ([\d.]+)x as long, the decode step ([\d.]+)x, and the step reads ([\d.]+)x",
+                                  outputs).groups()
+    assert float(prefill) > 3 * float(step) and float(step) > float(read)
+    added, bytes_us, flops_us = printed(r"\+(\d+) µs a step; reading its [\d,]+ bytes takes ([\d.]+) µs, its [\d,]+ FLOPs "
+                                        r"([\d.]+) µs", outputs).groups()
+    assert float(added) > 5 * float(bytes_us) > 5 * float(flops_us)
+    assert "Neither the bytes nor the FLOPs of a cached token explain its cost" in prose(decoding, "en")
+
+
+def test_lesson14_batch_checks_and_bfloat16_behind_float32(decoding):
+    outputs = stored_text(decoding)
+    assert "largest logit difference below 1e-4: True" in outputs
+    behind = printed(r"bfloat16 step takes longer than the float32 one: \[([\d, ]*)\]", outputs)[1]
+    assert behind.strip(), "the text says the line names batches at which bfloat16 is slower: it names none"
+    assert _number(r"T = 4,096: cache\s+[\d,]+ MB, ([\d.]+)x", outputs) > 3  # "several times more cache than weights"
+    ridge = _number(r"ridge at (\d+) FLOPs per byte", outputs)
+    assert 100 < ridge < 1000  # "batches in the hundreds"
+    bandwidth = _number(r"bandwidth: ([\d.]+) GB/s; matmul", outputs)
+    assert 3350 / bandwidth > 100  # "over a hundred times the bench CPU's"
+
+
+def test_lesson14_ratios_the_text_explains(decoding):
+    outputs = stored_text(decoding)
+    assert _number(r"float32 step: ([\d.]+) of its matmul floor's speed", outputs) < 1  # "slower than its matmul floor"
+    assert 1 < _number(r"bfloat16 step: ([\d.]+)× float32's speed", outputs) < 2  # "less than twice as fast"
+    assert _number(r"batch 8: ([\d.]+)× batch 1's tokens", outputs) < 8  # "by less than the batch"
+    assert 0.85 < _number(r"int8's step takes ([\d.]+)x as long as bfloat16's", outputs) < 1.15  # "about as long"
+    assert "the bfloat16 prefill was slower than the float32 one: True" in outputs
+    int8, bfloat16, float32 = (_number(rf"\n{name}\s+(\d+) MB of weights", outputs) for name in ("int8", "bfloat16", "float32"))
+    assert int8 < bfloat16 and int8 > float32 / 4  # "fewer bytes than bfloat16", "not a quarter of float32's"
+
+
+def test_lesson14_the_file_is_about_a_sixth_and_int8_misses_its_prediction(decoding):
+    outputs = stored_text(decoding)
+    assert 5 < _number(r"1/([\d.]+) of float32's", outputs) < 6.5  # "about a sixth"
+    predicted, measured = printed(r"≈ ([\d.]+) ms; the bench measured ([\d.]+) ms", outputs).groups()
+    assert float(measured) > 1.2 * float(predicted)  # exercise 1 (c): "the bench measured more than that"
+    assert "about a sixth" in prose(decoding, "en") and "六分之一" in prose(decoding, "zh")
+
+
+def test_lesson14_int8_weight_rounding_against_bfloat16_arithmetic(decoding):
+    """'int8 weights alone move the logits more than bfloat16 does; bfloat16 arithmetic on top adds less than that'."""
+    outputs = stored_text(decoding)
+    found = {name: _number(rf"\n{name}\s+mean logit difference ([\d.]+)", outputs)
+             for name in ("bfloat16", "int8", "int8, float32 arithmetic")}
+    weights_only = found["int8, float32 arithmetic"]
+    assert weights_only > found["bfloat16"]
+    assert 0 < found["int8"] - weights_only < weights_only  # "adds less than that": the weight rounding is the larger part

@@ -147,3 +147,33 @@ def test_contract(smollm2):
     assert_contract_error(lambda: to_format(model, "bfloat16", torch.float32), "compute", kind=ValueError)
     assert_contract_error(lambda: Int8Linear(nn.Linear(2, 2)), "Int8Linear", kind=TypeError)
     assert_contract_error(lambda: weight_bytes(None), "model", kind=TypeError)
+
+
+@pytest.mark.parametrize("compute, extra", [(torch.float32, 0.0), (torch.bfloat16, 2**-8)])
+def test_every_int8_weight_is_within_half_a_step_of_its_float32_value(smollm2, compute, extra):
+    """Quantized from float32, not from a bfloat16 copy: |s'q - w| <= s' / 2 with s' the scale the kernel uses, and a
+    bfloat16 s' rounded up from s is below s (1 + 2⁻⁷) (8 significant bits), so the error is below s (1/2 + 2⁻⁸);
+    s by hand from the float32 weights."""
+    model, _ = smollm2
+    converted = to_format(model, "int8", compute)
+    pairs = [(name, module) for name, module in converted.named_modules() if isinstance(module, Int8Linear)]
+    assert len(pairs) == sum(isinstance(m, nn.Linear) for m in model.modules()) > 0  # every block matrix
+    originals = dict(model.named_modules())
+    for name, layer in pairs:
+        weight = originals[name].weight.detach().float()
+        step = weight.abs().amax(dim=1, keepdim=True) / 127  # float32's step of each row, by hand
+        error = (layer.values.float() * layer.scale.float()[:, None] - weight).abs()
+        # float32's own product s · q is off by up to 127 · 2⁻²⁴ of a step: 1e-5 of a step covers it
+        assert bool((error <= step * (0.5 + extra + 1e-5)).all()), name
+        assert (error / step).max() > 0.49  # some weight sits near half a step: the bound is tight
+
+
+def test_the_scale_dtype_must_be_one_the_kernel_computes_in():
+    linear = nn.Linear(16, 4, bias=False)
+    for wrong, kind in ((torch.float16, ValueError), ("bfloat16", TypeError), (None, TypeError)):
+        with pytest.raises(kind, match="torch.float32 or torch.bfloat16"):
+            quantize_rows(linear.weight.detach(), wrong)
+    with pytest.raises(ValueError, match="compute must be torch.float32 or torch.bfloat16"):
+        Int8Linear(linear, compute=torch.float64)
+    values, scale = quantize_rows(torch.tensor([[1.0, 0.3]]), torch.bfloat16)
+    assert scale.bfloat16().float() == scale and scale >= 1 / 127  # held exactly in bfloat16, rounded up

@@ -1,11 +1,12 @@
-"""Checkers for lesson 14: a decode step's time from its bytes, the intensity at batch B, and where batching stops helping."""
+"""Checkers for lesson 14: the saved bench's line and int8's miss, the intensity at batch B, the batch at the ridge."""
 
 from __future__ import annotations
 
 from . import as_real_number, checker, feedback, missing
 
-# Exercise 1: a model of one billion parameters in bfloat16 on a machine that reads 20 GB/s.
-PARAMETERS, BYTES_PER_WEIGHT, BANDWIDTH_GB_S = 1_000_000_000, 2, 20
+# Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
+SAVED_ROWS = ("float32", "bfloat16", "int8")
+CHOICES = {"a": "embedding", "b": "kernel", "c": "cache"}  # exercise 1c: why int8 misses its prediction; b is right
 # Exercises 2 and 3: float32 weights, 2 FLOPs per weight per token (one multiply, one add); roofs of a made-up machine.
 FLOAT32, BATCH = 4, 8
 ROOF_GB_S, ROOF_GFLOP_S = 40, 400
@@ -15,27 +16,91 @@ def _close(found: float, expected: float, share: float = 0.02) -> bool:
     return abs(found - expected) <= share * abs(expected)
 
 
+def saved_steps() -> dict[str, tuple[float, float]]:
+    """(weight MB, decode ms) of float32, bfloat16 and int8 at batch 1, from figures/bench_model.json."""
+    from .. import results
+
+    saved = results.load_saved(results.SAVED_MODEL)
+    return {name: (results.model_timing(saved, name)["weight_bytes"] / 1e6, results.model_timing(saved, name)["ms"])
+            for name in SAVED_ROWS}
+
+
+def fitted_line() -> tuple[float, float]:
+    """Bandwidth (GB/s) and fixed cost (ms) of t = W / B + t0 through the float32 and bfloat16 rows."""
+    (w32, t32), (w16, t16) = saved_steps()["float32"], saved_steps()["bfloat16"]
+    bandwidth = (w32 - w16) / (t32 - t16)  # MB per ms = GB/s
+    return bandwidth, t32 - w32 / bandwidth
+
+
 @checker
-def check_step_ms(answer: object) -> None:
-    """Exercise 1: milliseconds per token of a 1B-parameter bfloat16 model at 20 GB/s, if only the weights' bytes count."""
-    if missing(answer):
+def check_fit(bandwidth_gb_s: object, overhead_ms: object) -> None:
+    """Exercise 1a: the bandwidth and fixed cost that the float32 and bfloat16 rows of the saved bench give."""
+    if missing(bandwidth_gb_s) or missing(overhead_ms):
         return
-    found, expected = as_real_number(answer), PARAMETERS * BYTES_PER_WEIGHT / (BANDWIDTH_GB_S * 1e9) * 1e3
+    found, fixed = as_real_number(bandwidth_gb_s), as_real_number(overhead_ms)
+    if found is None or fixed is None:
+        return feedback(False, "Give two numbers: GB per second and milliseconds.", "请给出两个数：每秒的 GB 数和毫秒数。")
+    bandwidth, t0 = fitted_line()
+    w32, t32 = saved_steps()["float32"]
+    if _close(found, bandwidth, 0.01) and abs(fixed - t0) <= 0.3:
+        return feedback(True, f"Subtracting the two rows removes t0: B = ΔW / Δt ≈ {bandwidth:.1f} GB/s, then "
+                        f"t0 = {t32:.1f} − {w32:.0f} / B ≈ {t0:.1f} ms. Halving the bytes cannot halve a step that "
+                        "pays t0 as well.",
+                        f"两行相减，t0 就消掉了：B = ΔW / Δt ≈ {bandwidth:.1f} GB/s；再由 t0 = {t32:.1f} − {w32:.0f} / B "
+                        f"得 t0 ≈ {t0:.1f} 毫秒。一步还要付出 t0，所以字节数减半，耗时减不到一半。")
+    if _close(found, w32 / t32, 0.01):
+        return feedback(False, "That is float32's bytes over its time: it counts the fixed cost as reading. Use both rows.",
+                        "这是 float32 的字节数除以它的耗时：把固定开销也算成了读内存的时间。请用两行数据一起求。")
+    if _close(found, bandwidth * 1e3, 0.03) or _close(found, bandwidth / 1e3, 0.03):
+        return feedback(False, "Check the units: MB per ms is GB per second.", "检查单位：每毫秒的 MB 数就是每秒的 GB 数。")
+    feedback(False, "Write t = W / B + t0 for both rows and subtract one from the other: t0 cancels.",
+             "对两行各写出 t = W / B + t0，再相减：t0 就消掉了。")
+
+
+@checker
+def check_int8_prediction(int8_ms: object) -> None:
+    """Exercise 1b: int8's decode step as the fitted line predicts it from int8's weight bytes."""
+    if missing(int8_ms):
+        return
+    found = as_real_number(int8_ms)
     if found is None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
-    if _close(found, expected):
-        return feedback(True, f"{PARAMETERS:,} weights × {BYTES_PER_WEIGHT} bytes = {PARAMETERS * BYTES_PER_WEIGHT / 1e9:g} GB "
-                        f"per token; at {BANDWIDTH_GB_S} GB/s that is {expected:g} ms, or at most {1e3 / expected:g} tokens "
-                        "per second, whatever the arithmetic costs.",
-                        f"每个词元要读 {PARAMETERS:,} 个权重 × {BYTES_PER_WEIGHT} 字节 = {PARAMETERS * BYTES_PER_WEIGHT / 1e9:g} GB；"
-                        f"按 {BANDWIDTH_GB_S} GB/s 算就是 {expected:g} 毫秒，也就是每秒最多 {1e3 / expected:g} 个词元，"
-                        "与计算量无关。")
-    if _close(found, 2 * expected):
-        return feedback(False, "That is float32's 4 bytes a weight; bfloat16 takes 2.", "这是按 float32 每个权重 4 字节算的；bfloat16 只占 2 字节。")
-    if _close(found, expected / 1e3):
-        return feedback(False, "That is in seconds; the question asks for milliseconds.", "这是以秒为单位的结果；题目要的是毫秒。")
-    feedback(False, "Bytes read per token (weights × bytes per weight) divided by bytes per second, then × 1,000.",
-             "每个词元读取的字节数（权重个数 × 每个权重的字节数）除以每秒能读的字节数，再乘以 1,000。")
+    bandwidth, t0 = fitted_line()
+    w8, measured = saved_steps()["int8"]
+    expected = w8 / bandwidth + t0
+    if _close(found, expected, 0.05):
+        return feedback(True, f"{w8:.0f} MB / {bandwidth:.1f} GB/s + {t0:.1f} ms ≈ {expected:.1f} ms; the bench measured "
+                        f"{measured:.1f} ms.",
+                        f"{w8:.0f} MB / {bandwidth:.1f} GB/s + {t0:.1f} 毫秒 ≈ {expected:.1f} 毫秒；基准测试实测是 "
+                        f"{measured:.1f} 毫秒。")
+    if _close(found, measured, 0.02):
+        return feedback(False, "That is what the bench measured; predict it from int8's bytes with the line of 1a.",
+                        "这是基准测试实测的耗时；请用练习 1a 的直线，由 int8 的字节数来预测。")
+    if _close(found, w8 / bandwidth, 0.05):
+        return feedback(False, "Add the fixed cost t0: every step pays it.", "还要加上固定开销 t0：每一步都要付出它。")
+    feedback(False, "t = int8's weight MB / B + t0, with B and t0 from 1a.", "t = int8 的权重 MB 数 / B + t0，B 和 t0 取自练习 1a。")
+
+
+@checker
+def check_int8_miss(reason: object) -> None:
+    """Exercise 1c: the letter of the reason why int8's step is slower than its bytes predict."""
+    if missing(reason):
+        return
+    picked = CHOICES.get(reason.strip().lower()) if isinstance(reason, str) else None
+    if picked is None:
+        return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：'a'、'b' 或 'c'。")
+    if picked == "kernel":
+        return feedback(True, "The int8 kernel turns each weight into a number it can multiply before it multiplies; on a "
+                        "CPU without int8 or bfloat16 dot-product instructions that work takes longer than reading the "
+                        "byte, so the step waits for arithmetic, not for memory.",
+                        "int8 内核每乘一个权重，都要先把它换成能直接相乘的数；在没有 int8 或 bfloat16 点积指令的 CPU 上，"
+                        "这份工作比读这个字节还慢，所以这一步等的是运算，而不是内存。")
+    if picked == "embedding":
+        w8 = saved_steps()["int8"][0]
+        return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
+                        f"{w8:.0f} MB 里已经算上了 bfloat16 的嵌入表：预测用的正是 int8 实际读取的字节数。")
+    feedback(False, "int8 computes in bfloat16 like the bfloat16 row: its cache is the same size, and it is small at T = 128.",
+             "int8 和 bfloat16 一样用 bfloat16 计算：缓存一样大，而且在 T = 128 时很小。")
 
 
 @checker
@@ -70,14 +135,14 @@ def check_ridge_batch(answer: object) -> None:
         return feedback(False, "Give a batch size.", "请给出一个批大小。")
     if _close(found, expected, 0.05):
         return feedback(True, f"The roofs meet at {ROOF_GFLOP_S} / {ROOF_GB_S} = {ridge:g} FLOPs per byte; a float32 step "
-                        f"has B / 2 FLOPs per byte, so B = {expected:g}. Below it a larger batch costs almost nothing "
-                        "extra per step; above it each step takes longer in proportion.",
-                        f"两道屋顶在 {ROOF_GFLOP_S} / {ROOF_GB_S} = {ridge:g} 次浮点运算每字节处相交；float32 一步解码每字节做 "
-                        f"B / 2 次浮点运算，所以 B = {expected:g}。在它之下，批次变大几乎不增加每步的耗时；在它之上，"
-                        "每步的耗时随批大小成比例增长。")
+                        f"has B / 2 FLOPs per byte, so B = {expected:g}. On ideal kernels a larger batch below it costs almost "
+                        "nothing extra per step, and above it each step takes longer in proportion.",
+                        f"两道屋顶相交于每字节 {ridge:g} 次浮点运算（{ROOF_GFLOP_S} / {ROOF_GB_S}）；float32 一步解码每字节做 "
+                        f"B / 2 次浮点运算，所以 B = {expected:g}。在理想的内核上，批大小低于它时，批次变大几乎不增加每步的"
+                        "耗时；高于它时，每步的耗时随批大小成比例增长。")
     if _close(found, ridge, 0.05):
         return feedback(False, f"{ridge:g} is the intensity where the roofs meet, in FLOPs per byte; now find the B with "
                         "2B / 4 FLOPs per byte equal to it.",
                         f"{ridge:g} 是两道屋顶相交处的算术强度（每字节的浮点运算次数）；接着求使 2B / 4 等于它的 B。")
     feedback(False, "Set 2 × B / 4 (a float32 step's FLOPs per byte) equal to throughput / bandwidth.",
-             "令 2 × B / 4（float32 一步解码每字节的浮点运算次数）等于 算力 / 内存带宽。")
+             "令 2 × B / 4（float32 一步解码每字节的浮点运算次数）等于算力 / 内存带宽。")

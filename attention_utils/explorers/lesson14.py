@@ -40,6 +40,12 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     xs = [0.05, ridge, 2000.0]
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
             label=text("roofs measured on the bench machine", "基准测试机器上测得的屋顶"))
+    for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
+        if fmt in ("bfloat16", "int8"):
+            start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
+            ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
+                    label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'})",
+                               f"算力屋顶，{fmt}（{'它的权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
     for fmt in (*shown_formats, "matmul floor"):
         rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
                       key=lambda r: r["batch"])

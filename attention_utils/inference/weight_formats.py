@@ -13,6 +13,7 @@ fast with bfloat16 ones, so an int8 model computes in bfloat16 unless told other
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 from torch import nn
@@ -23,9 +24,14 @@ FORMATS = ("float32", "bfloat16", "int8")
 COMPUTE = (torch.float32, torch.bfloat16)
 
 
-def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """int8 values (rows, cols) and one float32 scale per row: s = max |row| / 127 (1 for a row of zeros)."""
+def quantize_rows(weight: torch.Tensor, scale_dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """int8 values (rows, cols) and one float32 scale per row: s = max |row| / 127 (1 for a row of zeros).
+
+    With scale_dtype=torch.bfloat16 each s is first rounded up to the next bfloat16 number, the scale the
+    kernel will multiply by, so every weight stays within half of its own step (at most 1.004 s / 2).
+    """
     check_tensor(weight, "weight", ranks=(2,))
+    _check_compute(scale_dtype, "scale_dtype")
     weight = weight.float()
     if weight.dtype != torch.float32 or not (cannot_read(weight) or bool(torch.isfinite(weight).all())):
         raise ValueError(bilingual(f"`weight` holds values beyond float32's range ({shown(weight)}); scale it down first.",
@@ -33,6 +39,9 @@ def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     # (rows,): the largest |w| of each row (a row of no columns has none: 0, so its scale is 1)
     scale = weight.abs().amax(dim=1) / 127 if weight.shape[1] else weight.new_zeros(weight.shape[0])
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # a row of zeros stays zeros
+    if scale_dtype != torch.float32:  # round up, so no |w| / s passes 127
+        rounded = scale.to(scale_dtype)
+        scale = torch.where(rounded.float() < scale, torch.nextafter(rounded, torch.full_like(rounded, math.inf)), rounded).float()
     return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
 
 
@@ -58,9 +67,10 @@ def dequantize_rows(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 class Int8Linear(nn.Module):
     """A linear layer without bias whose weight is stored as int8 rows and a scale per row (1 byte a weight)."""
 
-    def __init__(self, linear: nn.Linear, check_input: bool = True) -> None:
+    def __init__(self, linear: nn.Linear, check_input: bool = True, compute: torch.dtype | None = None) -> None:
         """`check_input` False skips the finite check of x: to_format's layers, whose model checks its own input
-        and result once (a sum per layer would cost a few per cent of a decode step)."""
+        and result once (a sum per layer would cost a few per cent of a decode step). `compute` (default: the
+        weight's dtype) is the dtype of the scales the kernel multiplies by; they are chosen representable in it."""
         super().__init__()
         if not isinstance(linear, nn.Linear) or linear.bias is not None:
             with_bias_en, with_bias_zh = (" with a bias", "（带偏置）") if isinstance(linear, nn.Linear) else ("", "")
@@ -68,9 +78,10 @@ class Int8Linear(nn.Module):
                 f"linear must be an nn.Linear without bias (Int8Linear stores no bias), got {type(linear).__name__}"
                 f"{with_bias_en}.",
                 f"linear 必须是不带偏置的 nn.Linear（Int8Linear 不保存偏置），实际是 {type(linear).__name__}{with_bias_zh}。"))
-        values, scale = quantize_rows(linear.weight.detach())
+        compute = linear.weight.dtype if compute is None else _check_compute(compute, "compute")
+        values, scale = quantize_rows(linear.weight.detach(), compute)
         self.register_buffer("values", values)  # (out, in) int8
-        self.register_buffer("scale", scale.to(linear.weight.dtype))  # (out,) in the dtype the layer computes in
+        self.register_buffer("scale", scale.to(compute))  # (out,) in the dtype the layer computes in: exact
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.check_input = check_flag(check_input, "check_input")
 
@@ -104,9 +115,11 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
     """A copy of `model` with its weights in `format` ('float32', 'bfloat16' or 'int8'); the original is untouched.
 
     'bfloat16' turns every weight and so every activation into bfloat16. 'int8' stores every
-    nn.Linear's weight as int8 rows with a scale each (Int8Linear); the embedding, which doubles as
-    the output layer, and the norms stay in `compute` (default bfloat16, the fast kernel; float32
-    gives the slow but exact reference that tests compare with a dequantized float32 copy).
+    nn.Linear's weight as int8 rows with a scale each (Int8Linear), quantized from the weights as given
+    with scales that `compute` holds exactly (each weight within half its own step, at most 1.004 times
+    half float32's step); the embedding, which doubles as the output layer, and the norms become
+    `compute` (default bfloat16, the fast kernel; float32 gives the slow but exact reference that tests
+    compare with a dequantized float32 copy).
     """
     if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(bilingual(
@@ -131,10 +144,10 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
         raise ValueError(bilingual(
             f"compute must be torch.float32 or torch.bfloat16 (and only int8 may differ from its format), got {compute}.",
             f"compute 必须是 torch.float32 或 torch.bfloat16（只有 int8 可以与格式不同），实际是 {compute}。"))
-    converted = copy.deepcopy(model).to(compute)
-    if format == "int8":
-        _replace_linears(converted)
-    return converted.eval().requires_grad_(False)
+    converted = copy.deepcopy(model)
+    if format == "int8":  # quantize the weights as given (float32), with scales the compute dtype holds exactly
+        _replace_linears(converted, compute)
+    return converted.to(compute).eval().requires_grad_(False)
 
 
 def dequantized(model: nn.Module) -> nn.Module:
@@ -161,11 +174,20 @@ def weight_bytes(model: nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _replace_linears(model: nn.Module) -> None:
+def _check_compute(dtype: object, name: str) -> torch.dtype:
+    """The dtype itself when it is one the int8 kernel computes in (float32 or bfloat16); otherwise a clear error."""
+    if not isinstance(dtype, torch.dtype) or dtype not in COMPUTE:
+        raise (TypeError if not isinstance(dtype, torch.dtype) else ValueError)(bilingual(
+            f"{name} must be torch.float32 or torch.bfloat16, got {shown(dtype)}.",
+            f"{name} 必须是 torch.float32 或 torch.bfloat16，实际是 {shown(dtype, True)}。"))
+    return dtype
+
+
+def _replace_linears(model: nn.Module, compute: torch.dtype) -> None:
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
-                setattr(module, name, Int8Linear(child, check_input=False))
+                setattr(module, name, Int8Linear(child, check_input=False, compute=compute))
 
 
 def _shown(x: object) -> str:

@@ -125,8 +125,8 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
           f"{ok['best_format']} {v['best']} 的解码速度是 float32 的 {m['best_format']:.2f} 倍（目标 ≥ 2）",
           f"{ok['batch8']} 批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（目标 ≥ 4）",
           f"{ok['free_running']} {v['best']} 各自生成时，{m['free_running']:.0%} 的词元与 float32 相同（目标 ≥ 90%）",
-          f"{ok['teacher_forced']} {v['best']} 沿 float32 的续写逐位预测时，{m['teacher_forced']:.0%} 的下一个词元与 float32 "
-          "相同（目标 ≥ 90%）",
+          f"{ok['teacher_forced']} {v['best']} 沿 float32 的续写（教师强制）预测时，{m['teacher_forced']:.0%} 的下一个词元与 "
+          "float32 相同（目标 ≥ 90%）",
           f"{ok['perplexity']} {v['best']} 的困惑度比 float32 变化 {m['perplexity']:+.1%}（目标在 ±2% 以内）"]
     if ok["transformers"] == "➖":
         en[1], zh[1] = "➖ transformers was not measured (not installed where `make bench` ran)", "➖ 没有测量 transformers（运行 `make bench` 的机器上没有安装它）"
@@ -134,11 +134,28 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
 
 
 @reads("SAVED_MODEL", "timings", "format")
+def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
+    """Lesson 14's reading of the saved run: the measured ratios of the targets, without the targets (README keeps those)."""
+    v = model_verdicts(results)
+    m = v["measured"]
+    en = [f"float32 step: {m['floor']:.2f} of its matmul floor's speed",
+          f"{v['best']} step: {m['best_format']:.2f}× float32's speed",
+          f"batch {v['batch']}: {m['batch8']:.2f}× batch 1's tokens per second (float32)"]
+    zh = [f"float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍",
+          f"{v['best']} 一步解码的速度是 float32 的 {m['best_format']:.2f} 倍",
+          f"批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（float32）"]
+    if m["transformers"] is not None:
+        en.insert(1, f"float32 step: {m['transformers']:.2f}× transformers' speed on the same file")
+        zh.insert(1, f"float32 一步解码的速度是 transformers（同一个文件）的 {m['transformers']:.2f} 倍")
+    return zh if language == "zh" else en
+
+
+@reads("SAVED_MODEL", "timings", "format")
 def model_format_table(results: dict, language: str = "en") -> str:
     """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and quality against float32."""
 
-    headers = (["格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）", "各自生成一致率",
-                "逐位一致率", "最大 logit 差", "困惑度"] if language == "zh" else
+    headers = (["权重格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）", "各自生成一致率",
+                "教师强制一致率", "最大 logit 差", "困惑度"] if language == "zh" else
                ["format", "weights (MB)", "decode step (ms)", "prefill (ms)", "decode speed vs float32",
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]

@@ -24,7 +24,7 @@ from ...inference.quantized_cache import quantized_kv_cache
 from ...language import LANGUAGES
 from ...results import ROOT, SAVED_CACHE, load_saved
 from .harness import environment, run_in_child
-from .model_formats import alternate
+from .model_kernels import alternate
 from .report import save_json, update_readme
 
 KINDS = ("contiguous", "paged", "int8", "int4")

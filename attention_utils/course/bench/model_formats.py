@@ -9,7 +9,8 @@ everything in figures/bench_model.json shares one machine moment. At one prompt 
   and the matmul floor (one F.linear per float32 weight matrix, nothing else) at every batch size;
   all of them in one loop, one call each per round, the order reversed every other round; medians;
 - prefill: the prompt into an empty cache, the formats and transformers, alternating the same way;
-- the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput);
+- the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput); and, in
+  model_kernels.py, a compute roof per format, int8's kernel alone against bfloat16, and a profile;
 - quality of each format against float32: free-running greedy agreement over `new_tokens` tokens of
   8 held-out prompts (each format continues its own text, so one early difference changes the rest),
   teacher-forced top-1 agreement (along float32's continuation, does the format pick float32's next
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from collections.abc import Callable
 
 import torch
@@ -37,6 +37,7 @@ from ...inference.held_out import HELD_OUT_TEXT
 from ...inference.weight_formats import to_format, weight_bytes
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
 from ...models.q4_weights import to_q4
+from .model_kernels import alternate, format_roofs, int8_against_bfloat16, profile_step, seconds
 
 # Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
 # so the weight formats and the caches stand on one picture.
@@ -55,27 +56,10 @@ def roofs(read_mib: int, matmul_n: int, repeats: int = 5) -> dict:
     a, b = torch.randn(matmul_n, matmul_n), torch.randn(matmul_n, matmul_n)
     reads, products = [], []
     for _ in range(repeats):
-        reads.append(_seconds(big.sum))
-        products.append(_seconds(lambda: a @ b))
+        reads.append(seconds(big.sum))
+        products.append(seconds(lambda: a @ b))
     return {"bandwidth_gb_s": big.numel() * 4 / statistics.median(reads) / 1e9, "read_bytes": big.numel() * 4,
             "matmul_gflop_s": 2 * matmul_n**3 / statistics.median(products) / 1e9, "matmul_n": matmul_n}
-
-
-def _seconds(call: Callable[[], object]) -> float:
-    began = time.perf_counter()
-    call()
-    return time.perf_counter() - began
-
-
-def alternate(calls: dict, rounds: int) -> dict:
-    """Median ms of each call: one warm call each, then `rounds` rounds of one call each, order reversed every other round."""
-    for call in calls.values():
-        call()
-    times = {key: [] for key in calls}
-    for index in range(rounds):
-        for key in (list(calls) if index % 2 == 0 else list(calls)[::-1]):
-            times[key].append(_seconds(calls[key]))
-    return {key: 1e3 * statistics.median(found) for key, found in times.items()}
 
 
 def repeat_cache(cache: KVCache, batch: int) -> KVCache:
@@ -169,10 +153,18 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
                 cache //= 2
             rows.append({"format": name, "batch": batch, "phase": phase, "length": length, "ms": ms,
                          "flops": cost.flops, "weight_bytes": held, "cache_bytes": cache})
+    found.update(kernels(model, matrices, prompt, workload))
     found.update(timings=rows, weight_bytes=sizes, file_bytes=file_bytes, transformers_error=missing, kernel=kernel_path(),
                  llama_cpp="measured" if llama_cpp is not None else "not installed (pip install llama-cpp-python)",
                  quality=quality(models, tokenizer, workload.new_tokens))
     return found
+
+
+def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.Tensor, workload) -> dict:
+    """Lesson 14's kernel rows, in this process: a roof per format, int8's kernel alone, a profile of float32 steps."""
+    step, _ = package_step(model, prompt, 1)
+    return {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
+            "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step)}
 
 
 def llama_cpp_step(prompt: torch.Tensor, threads: int) -> Callable[[], None] | None:

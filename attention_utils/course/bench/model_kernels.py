@@ -1,0 +1,84 @@
+"""Lesson 14's kernel measurements in the bench's process: one compute roof per format, int8's kernel alone, a profile.
+
+- format roofs: an n × n matmul in float32 and in bfloat16 (F.linear), and torch's int8 weight kernel on
+  n bfloat16 rows against an n × n int8 matrix, each in GFLOP/s: the flat roof each format can reach;
+- int8 against bfloat16 at batch 1: every weight matrix of the model once, multiplied by one vector with
+  the int8 kernel alone and with a bfloat16 F.linear of the same shape, alternating; the sums in ms;
+- a profile of a few float32 decode steps, taken here where the other timings are taken: the matrix
+  products' share of the steps' own CPU time and the operators that took the most.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ...inference.decode_profile import matmul_share, profile_calls
+from ...inference.weight_formats import quantize_rows
+
+
+def seconds(call: Callable[[], object]) -> float:
+    """Wall-clock seconds of one call."""
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
+def alternate(calls: dict, rounds: int) -> dict:
+    """Median ms of each call: one warm call each, then `rounds` rounds of one call each, order reversed every other round."""
+    for call in calls.values():
+        call()
+    times = {key: [] for key in calls}
+    for index in range(rounds):
+        for key in (list(calls) if index % 2 == 0 else list(calls)[::-1]):
+            times[key].append(seconds(calls[key]))
+    return {key: 1e3 * statistics.median(found) for key, found in times.items()}
+
+
+def format_roofs(n: int, rounds: int) -> dict:
+    """GFLOP/s of an n × n matmul in float32 and bfloat16 and of the int8 weight kernel on n bfloat16 rows."""
+    a, w = torch.randn(n, n), torch.randn(n, n)
+    values, scale = quantize_rows(w, torch.bfloat16)
+    a16, w16, scale16 = a.bfloat16(), w.bfloat16(), scale.bfloat16()
+    ms = alternate({"float32": lambda: F.linear(a, w), "bfloat16": lambda: F.linear(a16, w16),
+                    "int8": lambda: torch._weight_int8pack_mm(a16, values, scale16)}, rounds)
+    return {name: 2 * n**3 / (t / 1e3) / 1e9 for name, t in ms.items()} | {"n": n}
+
+
+def int8_against_bfloat16(matrices: list[torch.Tensor], rounds: int) -> dict:
+    """ms of every matrix times one vector: torch's int8 kernel alone against a bfloat16 F.linear of the same shapes."""
+    packed = [(*quantize_rows(w, torch.bfloat16), w.bfloat16()) for w in matrices]
+    vectors = {width: torch.randn(1, width).bfloat16() for width in {w.shape[1] for w in matrices}}
+
+    def int8() -> None:
+        for values, scale, _ in packed:
+            torch._weight_int8pack_mm(vectors[values.shape[1]], values, scale.bfloat16())
+
+    def bfloat16() -> None:
+        for _, _, weight in packed:
+            F.linear(vectors[weight.shape[1]], weight)
+    ms = alternate({"int8_kernel_ms": int8, "bfloat16_linear_ms": bfloat16}, rounds)
+    return ms | {"int8_bytes": sum(v.numel() + 2 * s.numel() for v, s, _ in packed),
+                 "bfloat16_bytes": sum(2 * w.numel() for *_, w in packed)}
+
+
+def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
+    """The matrix products' share of `repeats` decode steps' own CPU time and the `rows` operators that took most.
+
+    One thread: with several, each small parallel region waits for the others and the profiler charges the
+    wait to the operator running (SDPA, mostly), not to its work.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        events = profile_calls(step, repeats)
+    finally:
+        torch.set_num_threads(threads)
+    total = sum(event.self_cpu_time_total for event in events)
+    top = sorted(events, key=lambda event: event.self_cpu_time_total, reverse=True)[:rows]
+    return {"repeats": repeats, "threads": 1, "matmul_share": matmul_share(events), "total_ms": total / 1e3,
+            "operators": [{"name": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in top]}
