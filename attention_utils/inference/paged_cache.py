@@ -83,6 +83,25 @@ class PagedCache:
             self.holders[page] += 1
         return child
 
+    def share(self, pages: list[int]) -> int:
+        """A new sequence made of these full pages, each held once more (a prefix cache hands its pages on this way)."""
+        if not isinstance(pages, (list, tuple)) or any(
+                isinstance(page, bool) or not isinstance(page, int) or not 0 <= page < len(self.holders)
+                or not self.holders[page] for page in pages):
+            raise ValueError(bilingual(
+                f"pages must be a list of page numbers that some sequence holds, got {shown(pages)}.",
+                f"pages 必须是由已被某个序列占用的页号组成的列表，实际是 {shown(pages, True)}。"))
+        sequence = self.new_sequence()
+        self.block_tables[sequence], self.lengths[sequence] = list(pages), len(pages) * self.page_size
+        for page in pages:
+            self.holders[page] += 1
+        return sequence
+
+    @property
+    def pages_free(self) -> int:
+        """Pages no sequence holds."""
+        return self.holders.count(0)
+
     def free(self, sequence: int) -> None:
         """Give back the pages only this sequence held, and forget it."""
         sequence = self._id(sequence)
