@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from attention_utils.inference.generation import generate
 from attention_utils.inference.kv_cache import KVCache
+from attention_utils.inference.quantized_pages import QuantizedPagedCache
 from attention_utils.inference.scheduler import Request, Scheduler, serve
 from contract_helpers import assert_contract_error
 from tiny_models import tiny_llama
@@ -154,3 +155,30 @@ def test_contract():
     assert_contract_error(lambda: Scheduler(MODEL, 10).run([Request((1, 2), 0)]), "max_new_tokens", kind=ValueError)
     assert_contract_error(lambda: Scheduler(MODEL, 2, page_size=2).run(stream), "num_pages", kind=ValueError)
     assert_contract_error(lambda: Scheduler(MODEL, 10).run([Request((1, 2), 70)]), "new_tokens", kind=ValueError)
+
+
+@settings(max_examples=30, deadline=None)
+@given(page_size=st.integers(1, 5), lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4), seed=st.integers(0, 2**16))
+def test_quantized_pages_read_back_within_half_a_step(page_size, lengths, seed):
+    generator = torch.Generator().manual_seed(seed)
+    pool = QuantizedPagedCache(num_pages=40, num_kv_heads=2, head_dim=8, page_size=page_size)
+    sequence = pool.new_sequence()
+    written = []
+    for length in lengths:
+        keys, values = (torch.randn(2, length, 8, generator=generator) * 3 for _ in range(2))
+        pool.append(sequence, keys, values)
+        written.append((keys, values))
+    for got, wanted in zip(pool.gather(sequence), (torch.cat(part, dim=1) for part in zip(*written))):
+        half_step = (wanted.amax(-1, keepdim=True) - wanted.amin(-1, keepdim=True)) / 255 / 2  # by hand, per token
+        assert ((got - wanted).abs() <= half_step * (1 + 1e-5) + 1e-6).all()
+    # bytes of a page by hand: 2 x (kv_heads x page_size x head_dim) codes + kv_heads x page_size x 4 float32 scales
+    assert pool.page_bytes == 2 * 2 * page_size * 8 + 2 * page_size * 4 * 4
+    pool.free(sequence)
+    assert pool.pages_in_use == 0
+
+
+def test_int8_pages_serve_a_stream_and_free_every_page():
+    stream = [Request(tuple(range(i, i + 5)), 6, i) for i in range(6)]
+    served, scheduler = serve(MODEL, stream, num_pages=12, page_size=2, max_batch=6, pool_kind=QuantizedPagedCache)
+    assert all(len(s.tokens) == 6 for s in served)
+    assert_every_page_free(scheduler)
