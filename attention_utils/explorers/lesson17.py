@@ -109,7 +109,7 @@ def show_schedule(stream: list[Request], page_size: int = 4) -> None:
                                                                   model),
         max_batch=widgets.IntSlider(value=4, min=1, max=8, description=text("max batch", "最大批")),
         num_pages=widgets.IntSlider(value=4 * longest, min=longest, max=6 * longest, description=text("pages", "页数")),
-        chunk=widgets.IntSlider(value=0, min=0, max=32, step=4, description=text("chunk", "分块")),
+        chunk=widgets.IntSlider(value=0, min=0, max=32, step=4, description=text("chunk", "段长")),
         policy=widgets.Dropdown(options=[(text(*POLICY_NAMES[p]), p) for p in POLICIES], value="continuous",
                                 description=text("policy", "策略")),
     )

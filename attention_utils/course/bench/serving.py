@@ -23,11 +23,10 @@ from ...inference.paged_cache import PagedCache
 from ...inference.quantized_pages import QuantizedPagedCache
 from ...inference.scheduler import Request, serve
 from ...inference.serving_stream import longest_gap, random_stream, summarize
-from ...results import ROOT
+from ...results import ROOT, SAVED_SERVING
 from .harness import environment, run_in_child
 from .report import save_json
 
-SAVED_SERVING = ROOT / "figures" / "bench_serving.json"
 PAGE_SIZE = 16
 POLICIES = ("one", "static", "continuous")
 
@@ -48,8 +47,8 @@ class ServingWorkload:
     seed: int = 17
 
 
-SERVING_FULL = ServingWorkload(requests=12, prompt_lengths=(16, 96), new_tokens=(8, 32), last_arrival=30, max_batch=8,
-                               budgets=(12, 24, 48), long_prompt=384, chunk=64, system_prompt=96)
+SERVING_FULL = ServingWorkload(requests=12, prompt_lengths=(16, 96), new_tokens=(8, 32), last_arrival=12, max_batch=8,
+                               budgets=(16, 32, 64), long_prompt=384, chunk=64, system_prompt=96)
 SERVING_QUICK = ServingWorkload(requests=5, prompt_lengths=(4, 20), new_tokens=(2, 6), last_arrival=4, max_batch=4,
                                 budgets=(6, 12), long_prompt=48, chunk=16, system_prompt=32)
 
@@ -66,7 +65,8 @@ def measure_serving(work: ServingWorkload, threads: int) -> dict:
     vocab = model.config.vocab_size
     stream = random_stream(work.seed, work.requests, work.prompt_lengths, work.new_tokens, work.last_arrival, vocab)
     serve(model, stream[:2], "continuous")  # one warm-up run, not measured
-    return {"policies": policies(model, stream, work), "budget": budget(model, stream, work),
+    found, invariance = policies(model, stream, work)
+    return {"policies": found, "invariance": invariance, "budget": budget(model, stream, work),
             "chunked": chunked(model, work, vocab), "prefix": prefix(model, work, vocab),
             "page_bytes": {"float32": page_bytes(PagedCache, model), "int8": page_bytes(QuantizedPagedCache, model)},
             "load_average": list(os.getloadavg())}
@@ -78,7 +78,7 @@ def page_bytes(kind: type, model: torch.nn.Module) -> int:
     return kind(1, config.num_kv_heads, config.head_dim, PAGE_SIZE).page_bytes * config.num_layers
 
 
-def policies(model: torch.nn.Module, stream: list[Request], work: ServingWorkload) -> dict:
+def policies(model: torch.nn.Module, stream: list[Request], work: ServingWorkload) -> tuple[dict, dict]:
     """The stream under each policy with pages to spare; batch invariance from the one and continuous runs' logits."""
     found, logits = {}, {}
     for policy in POLICIES:
@@ -92,9 +92,7 @@ def policies(model: torch.nn.Module, stream: list[Request], work: ServingWorkloa
         same += alone.tokens == batched.tokens
         agree = next((i for i, (a, b) in enumerate(zip(alone.tokens, batched.tokens)) if a != b), len(alone.tokens))
         differences += [(a - b).abs().max().item() for a, b in zip(alone.logits[:agree + 1], batched.logits[:agree + 1])]
-    found["invariance"] = {"largest_logit_difference": max(differences), "identical_continuations": same,
-                           "requests": len(stream)}
-    return found
+    return found, {"largest_logit_difference": max(differences), "identical_continuations": same, "requests": len(stream)}
 
 
 def budget(model: torch.nn.Module, stream: list[Request], work: ServingWorkload) -> list[dict]:
@@ -137,6 +135,22 @@ def prefix(model: torch.nn.Module, work: ServingWorkload, vocab: int) -> dict:
     return {**found, "prompt_tokens": prompt_tokens, "shared_full_page_tokens": shared, "system_prompt": work.system_prompt}
 
 
+def serving_targets(results: dict) -> list[tuple[str, bool]]:
+    """The issue's targets, read from the results: (what is asked, whether this run meets it)."""
+    policies, prefix = results["policies"], results["prefix"]
+    speed = policies["continuous"]["tokens_per_s"] / policies["one"]["tokens_per_s"]
+    smallest = min(row["budget_pages"] for row in results["budget"])
+    running = {row["kind"]: row["most_running"] for row in results["budget"] if row["budget_pages"] == smallest}
+    saved = prefix["cold"]["prefill_tokens"] - prefix["cached"]["prefill_tokens"]
+    return [(f"continuous batching {speed:.2f}x the tokens/s of one at a time (target >= 2)", speed >= 2),
+            (f"continuous p95 TTFT {policies['continuous']['ttft_p95']:.2f} s below static's "
+             f"{policies['static']['ttft_p95']:.2f} s", policies["continuous"]["ttft_p95"] < policies["static"]["ttft_p95"]),
+            (f"int8 ran {running['int8'] / running['float32']:.2f}x the sequences of float32 in the smallest budget "
+             "(target >= 2.5)", running["int8"] >= 2.5 * running["float32"]),
+            (f"prefix cache saved {saved} prefill tokens, the shared full pages hold {prefix['shared_full_page_tokens']}",
+             saved == prefix["shared_full_page_tokens"])]
+
+
 def run_serving(work: ServingWorkload, threads: int, out: Path, quick: bool) -> dict:
     """Measure in a fresh process; save the JSON, the figures in both languages and (full run) the README table."""
     from .serving_report import plot_serving, serving_markdown
@@ -148,6 +162,8 @@ def run_serving(work: ServingWorkload, threads: int, out: Path, quick: bool) -> 
     folder.mkdir(parents=True, exist_ok=True)
     save_json(results, out / "serving.json" if quick else SAVED_SERVING)
     if "policies" in results:
+        results["checks"] = [{"target": target, "passed": passed} for target, passed in serving_targets(results)]
+        save_json(results, out / "serving.json" if quick else SAVED_SERVING)
         for language in LANGUAGES:
             plot_serving(results, folder, language)
         if not quick:

@@ -38,6 +38,7 @@ def serving_markdown(results: dict) -> str:
         mib = row["budget_pages"] * results["page_bytes"]["float32"] / 2**20
         lines.append(f"| {mib:.1f} | {row['kind']} | {row['pages']} | {row['most_running']} | {row['tokens_per_s']:.1f} | "
                      f"{row['preemptions']} |")
+    lines += ["", *(("✅ " if item["passed"] else "❌ ") + item["target"] for item in results.get("checks", []))]
     return "\n".join([*lines, "", "![Serving a stream of requests](figures/bench_serving_en.png)", "",
                       "![处理一串请求](figures/bench_serving_zh.png)"])
 
