@@ -1,4 +1,4 @@
-"""Checkers for lesson 17: a queue's time to first token, sequences that fit a page budget, prefill saved by a prefix cache."""
+"""Checkers for lesson 17: a queue's first token, sequences in a page budget, prefill a prefix cache saves."""
 
 from __future__ import annotations
 
