@@ -103,7 +103,7 @@ def show_schedule(stream: list[Request], page_size: int = 4) -> None:
     """The explorer: the policy, the batch limit, the page budget and the chunk size, and the schedule they give."""
     model = small_model()
     longest = max(-(-(len(r.prompt) + r.max_new_tokens) // page_size) + 1 for r in Scheduler(
-        model, 4096, page_size)._check_requests(stream))  # the fewest pages that still serve every request
+        model, 4096, page_size).check_requests(stream))  # the fewest pages that still serve every request
     explore(
         lambda policy, max_batch, num_pages, chunk: draw_schedule(stream, policy, max_batch, num_pages, chunk, page_size,
                                                                   model),

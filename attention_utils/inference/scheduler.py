@@ -10,8 +10,8 @@ sequence that decodes, and prompt tokens for those that prefill. Three policies 
   once and a waiting one takes its slot at the next step.
 
 Memory is a fixed number of pages (the paged cache of lesson 15). A request is admitted while its
-prompt's pages are free; when a step needs more pages than are free, the request admitted last is
-preempted: its pages are freed and it waits again, to be recomputed from its prompt and the tokens it
+prompt's pages, and one more to grow into, are free; when a step needs more pages than are free, the
+request admitted last is preempted: its pages are freed and it waits again, to be recomputed from its prompt and the tokens it
 already has (vLLM's recompute). With `chunk`, a step feeds at most `chunk` tokens, decode tokens
 first: a long prompt is split into chunks mixed with decode steps (chunked prefill, Sarathi, Agrawal
 et al. 2023). With `prefix_cache`, full pages are kept after their request ends, keyed by a hash of
@@ -167,7 +167,7 @@ class Scheduler:
 
     def run(self, requests: Sequence[Request]) -> list[Served]:
         """Serve every request to its end, step by step; returns what happened to each, in the order given."""
-        requests = self._check_requests(requests)
+        requests = self.check_requests(requests)
         live = [_Live(i, Served(r)) for i, r in enumerate(requests)]
         pending = deque(sorted(live, key=lambda item: item.served.request.arrival))
         waiting: deque[_Live] = deque()
@@ -257,7 +257,7 @@ class Scheduler:
         item.sequence = None
         return True
 
-    def _check_requests(self, requests: object) -> list[Request]:
+    def check_requests(self, requests: object) -> list[Request]:
         """Requests: a non-empty list of Request, each prompt of valid ids, each able to fit the pages alone."""
         if isinstance(requests, (str, bytes)) or not isinstance(requests, Sequence) or not requests or not all(
                 isinstance(r, Request) for r in requests):

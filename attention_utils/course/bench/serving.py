@@ -47,8 +47,8 @@ class ServingWorkload:
     seed: int = 17
 
 
-SERVING_FULL = ServingWorkload(requests=12, prompt_lengths=(16, 96), new_tokens=(8, 32), last_arrival=12, max_batch=8,
-                               budgets=(16, 32, 64), long_prompt=384, chunk=64, system_prompt=96)
+SERVING_FULL = ServingWorkload(requests=10, prompt_lengths=(16, 96), new_tokens=(8, 24), last_arrival=10, max_batch=8,
+                               budgets=(16, 32), long_prompt=384, chunk=64, system_prompt=96)
 SERVING_QUICK = ServingWorkload(requests=5, prompt_lengths=(4, 20), new_tokens=(2, 6), last_arrival=4, max_batch=4,
                                 budgets=(6, 12), long_prompt=48, chunk=16, system_prompt=32)
 
