@@ -193,18 +193,20 @@ class Scheduler:
         """Start waiting requests while there is a free slot and their pages are free (static: only into an empty batch)."""
         if self.policy != "continuous" and running:
             return
-        while waiting and len(running) < self.max_batch:
+        growth = sum(self.pools.pages_to_grow(item.sequence, len(item.text) - item.computed) for item in running)
+        while waiting and len(running) < self.max_batch:  # room for the running requests' next tokens comes first
             item = waiting[0]
             text = item.text
             hits = self.prefix_cache.lookup(text) if self.prefix_cache else []
             needed = -(-len(text) // self.pools.page_size) - len(hits) + 1  # its pages, and one to grow into
             spare = self.prefix_cache.evictable() if self.prefix_cache else 0
-            if needed > self.pools.pages_free + spare - sum(1 for held in hits if self.pools.holders(held) == 1):
+            if needed + growth > self.pools.pages_free + spare - sum(1 for held in hits if self.pools.holders(held) == 1):
                 return
             waiting.popleft()
             item.sequence = self.pools.share(hits) if hits else self.pools.new_sequence()
             item.computed, item.registered = len(hits) * self.pools.page_size, len(hits)
             item.served.cached_tokens += item.computed
+            growth += needed
             running.append(item)
 
     def _plan(self, running: list[_Live], waiting: deque[_Live]) -> list[tuple[_Live, int]]:
