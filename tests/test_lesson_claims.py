@@ -278,3 +278,32 @@ def test_lesson14_int8_weight_rounding_against_bfloat16_arithmetic(decoding):
     weights_only = found["int8, float32 arithmetic"]
     assert weights_only > found["bfloat16"]
     assert 0 < found["int8"] - weights_only < weights_only  # "adds less than that": the weight rounding is the larger part
+
+
+@pytest.fixture(scope="module")
+def serving():
+    return lesson("17_serving_many_requests.ipynb")
+
+
+def test_lesson17_int8_pages_in_the_same_bytes(serving):
+    """The text's "about 3.6 times as many int8 pages" is the printed page-bytes ratio, rounded."""
+    found = printed(r"(\d\.\d\d) times as many int8 pages|同样的字节能放下 (\d\.\d\d) 倍", stored_text(serving))
+    ratio = float(next(group for group in found.groups() if group))
+    assert f"{ratio:.1f}" == "3.6"
+    assert "about 3.6 times as many int8 pages" in prose(serving, "en") and "大约 3.6 倍的 int8 页" in prose(serving, "zh")
+
+
+def test_lesson17_chunked_prefill_steps(serving):
+    """The text reads the printed plan: request 2 feeds 6 tokens a step beside two decode tokens, over 7 steps."""
+    plan = re.findall(r"\n\d+ \{0: 1, 1: 1, 2: (\d+)\}", stored_text(serving))
+    chunks = [int(n) for n in plan if int(n) > 1]
+    assert chunks[0] == 6 and len(chunks) == 7 and sum(chunks) == 40
+    assert "the remaining 6 tokens of the budget" in prose(serving, "en") and "spread over 7 steps" in prose(serving, "en")
+    assert "剩下的 6 个词元" in prose(serving, "zh") and "分 7 步送完" in prose(serving, "zh")
+
+
+def test_lesson17_prefix_cache_table(serving):
+    """The later two requests read the system prompt's full page; the columns add up to each prompt's length."""
+    rows = re.findall(r"\n(\d)\s+(\d+)\s+(\d+)\s+(\d+)(?=\n)", stored_text(serving))
+    assert [int(r[2]) for r in rows[:3]] == [0, 16, 16]
+    assert all(int(prompt) == int(cached) + int(computed) for _, prompt, cached, computed in rows[:3])

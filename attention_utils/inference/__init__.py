@@ -10,6 +10,9 @@
 - `quantized_cache`, `low_rank_cache`: caches that keep fewer bytes per token; `cache_quality`: what that costs (lesson 15);
 - `latent_attention`: multi-head latent attention, whose cache is one latent vector per token (lesson 15);
 - `paged_cache`: the cache in fixed pages with block tables, prefix sharing and copy-on-write (lesson 15);
+- `quantized_pages`: pages of 8-bit codes; `ragged_step`: one model step over many sequences, each in its own pages;
+- `scheduler`: requests served one at a time, in static batches or continuously, with admission, preemption, chunked
+  prefill and a prefix cache; `serving_stream`: seeded request streams and their latencies (lesson 17);
 - `speculative`: drafts (prompt lookup, a cheaper model, an early exit), greedy verification that gives plain greedy
   decoding's tokens, the sampled accept-or-resample rule, and the cache's rollback (lesson 18, to come).
 Modules here import from the top of `attention_utils` and from each other, never from `models` or `recurrent`.

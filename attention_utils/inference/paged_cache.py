@@ -60,8 +60,8 @@ class PagedCache:
         device = check_device(device) or torch.device("cpu")
         _check_pool_fits(sizes, torch.finfo(dtype).bits // 8, device)
         num_pages, self.page_size = sizes["num_pages"], sizes["page_size"]
-        shape = tuple(sizes.values())  # (num_pages, num_kv_heads, page_size, head_dim)
-        self.keys, self.values = (torch.zeros(shape, dtype=dtype, device=device) for _ in range(2))
+        self.dtype = dtype
+        self._allocate(tuple(sizes.values()), device)  # (num_pages, num_kv_heads, page_size, head_dim)
         self.holders = [0] * num_pages  # how many block tables hold each page; 0 = free
         self.block_tables: dict[int, list[int]] = {}
         self.lengths: dict[int, int] = {}
@@ -82,6 +82,25 @@ class PagedCache:
         for page in table:
             self.holders[page] += 1
         return child
+
+    def share(self, pages: list[int]) -> int:
+        """A new sequence made of these full pages, each held once more (a prefix cache hands its pages on this way)."""
+        if not isinstance(pages, (list, tuple)) or any(
+                isinstance(page, bool) or not isinstance(page, int) or not 0 <= page < len(self.holders)
+                or not self.holders[page] for page in pages):
+            raise ValueError(bilingual(
+                f"pages must be a list of page numbers that some sequence holds, got {shown(pages)}.",
+                f"pages 必须是由已被某个序列占用的页号组成的列表，实际是 {shown(pages, True)}。"))
+        sequence = self.new_sequence()
+        self.block_tables[sequence], self.lengths[sequence] = list(pages), len(pages) * self.page_size
+        for page in pages:
+            self.holders[page] += 1
+        return sequence
+
+    @property
+    def pages_free(self) -> int:
+        """Pages no sequence holds."""
+        return self.holders.count(0)
 
     def free(self, sequence: int) -> None:
         """Give back the pages only this sequence held, and forget it."""
@@ -109,9 +128,8 @@ class PagedCache:
             elif self.holders[table[-1]] > 1:  # a shared last page: copy it before writing (copy-on-write)
                 table[-1] = self._copy_page(table[-1])
             count = min(self.page_size - slot, keys.shape[1] - written)
-            page = table[-1]
-            self.keys[page, :, slot:slot + count] = keys[:, written:written + count].detach()  # a cache keeps no graph
-            self.values[page, :, slot:slot + count] = values[:, written:written + count].detach()
+            chunk = slice(written, written + count)
+            self._write(table[-1], slot, keys[:, chunk].detach(), values[:, chunk].detach())  # a cache keeps no graph
             self.lengths[sequence] += count
             written += count
 
@@ -122,9 +140,26 @@ class PagedCache:
         length = self.lengths[sequence]
         heads, head_dim = self.keys.shape[1], self.keys.shape[3]
         if not length:  # no page yet: no keys and no values
-            return self.keys.new_zeros(heads, 0, head_dim), self.values.new_zeros(heads, 0, head_dim)
-        return tuple(pool[table].transpose(0, 1).reshape(heads, -1, head_dim)[:, :length]
-                     for pool in (self.keys, self.values))
+            return tuple(torch.zeros(heads, 0, head_dim, dtype=self.dtype, device=self.keys.device) for _ in range(2))
+        return tuple(pages.transpose(0, 1).reshape(heads, -1, head_dim)[:, :length] for pages in self._read(table))
+
+    def _allocate(self, shape: tuple[int, ...], device: torch.device) -> None:
+        """The pool's storage: keys and values (num_pages, kv_heads, page_size, head_dim) in the cache's dtype."""
+        self.keys, self.values = (torch.zeros(shape, dtype=self.dtype, device=device) for _ in range(2))
+
+    @property
+    def _stores(self) -> list[torch.Tensor]:
+        """Every tensor that holds pages, page first: what a page's copy copies and its bytes count."""
+        return [self.keys, self.values]
+
+    def _write(self, page: int, slot: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Store keys and values (kv_heads, count, head_dim) in a page from `slot` on."""
+        self.keys[page, :, slot:slot + keys.shape[1]] = keys
+        self.values[page, :, slot:slot + keys.shape[1]] = values
+
+    def _read(self, table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The pages of `table`, keys and values each (pages, kv_heads, page_size, head_dim) in the cache's dtype."""
+        return self.keys[table], self.values[table]
 
     @property
     def pages_in_use(self) -> int:
@@ -133,7 +168,7 @@ class PagedCache:
     @property
     def page_bytes(self) -> int:
         """Bytes of one page: keys and values of page_size tokens."""
-        return 2 * self.keys[0].numel() * self.keys.element_size()
+        return sum(store[0].numel() * store.element_size() for store in self._stores)
 
     @property
     def nbytes(self) -> int:
@@ -154,7 +189,8 @@ class PagedCache:
 
     def _copy_page(self, page: int) -> int:
         copy = self._take_page()
-        self.keys[copy], self.values[copy] = self.keys[page], self.values[page]
+        for store in self._stores:
+            store[copy] = store[page]
         self.holders[page] -= 1
         return copy
 
@@ -175,11 +211,11 @@ class PagedCache:
         shape = (self.keys.shape[1], self.keys.shape[3])
         for name, x in (("keys", keys), ("values", values)):
             check_tensor(x, name, ranks=(3,), last_dim=shape[1], last_name="head_dim")
-            if x.shape[0] != shape[0] or x.dtype != self.keys.dtype or x.shape != keys.shape:
+            if x.shape[0] != shape[0] or x.dtype != self.dtype or x.shape != keys.shape:
                 raise ValueError(bilingual(
-                    f"{name} must be (kv_heads={shape[0]}, T, head_dim={shape[1]}) of {self.keys.dtype}, the same shape "
+                    f"{name} must be (kv_heads={shape[0]}, T, head_dim={shape[1]}) of {self.dtype}, the same shape "
                     f"for keys and values; got {tuple(x.shape)} {x.dtype}.",
-                    f"{name} 的形状应为 (kv_heads={shape[0]}, T, head_dim={shape[1]})、类型为 {self.keys.dtype}，"
+                    f"{name} 的形状应为 (kv_heads={shape[0]}, T, head_dim={shape[1]})、类型为 {self.dtype}，"
                     f"且 keys 与 values 形状相同；实际是 {tuple(x.shape)} {x.dtype}。"))
             if x.device != self.keys.device:
                 raise TypeError(bilingual(

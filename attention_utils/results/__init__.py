@@ -11,4 +11,4 @@ from .model import (FORMATS, ROW_FIELDS, SHOWN_ZH, TARGETS, TRANSFORMERS, model_
                     model_format_table, model_ratio_lines, model_rows, model_timing, model_verdict_lines, model_verdicts,
                     roofline_point)
 from .saved import (ROOT, SAVED, SAVED_CACHE, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_RECALL, SAVED_RECURRENT,
-                    at_length, by_run, load_saved, loglog_slope, reads)
+                    SAVED_SERVING, at_length, by_run, load_saved, loglog_slope, reads)
