@@ -139,3 +139,15 @@ def test_the_sampled_loop_refuses_what_it_cannot_use(model):
     assert_contract_error(lambda: speculative_sample(model, prompt, 5, KVCache(2), PromptLookup()), "draft", kind=TypeError)
     assert_contract_error(lambda: speculative_sample(model, prompt, 5, KVCache(2), ModelDraft(model, KVCache(2)),
                                                      temperature=0), "temperature")
+
+
+@pytest.mark.parametrize("resample", [True, False])
+def test_draw_pairs_all_at_once_passes_only_with_the_resampling_step(resample, model, other):
+    """The batched draw of the same rule: 20,000 pairs; with resampling p > 1e-3 (0.1% false alarms), without p < 1e-6."""
+    from attention_utils.inference.speculative_check import draw_pairs
+
+    tables = two_token_tables(model, other, prompt_of(11, 5), top_k=4)
+    counts = draw_pairs(tables, 20_000, torch.Generator().manual_seed(5), resample=resample)
+    assert counts.sum() == 20_000
+    p_value = chi_square_p_value(counts, tables.exact * 20_000)
+    assert (p_value > 1e-3) if resample else (p_value < 1e-6), p_value

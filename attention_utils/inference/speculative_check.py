@@ -66,6 +66,38 @@ def draw_two_tokens(tables: TwoTokens, rule: Callable = accept_or_resample,
     return kept[0], kept[1]
 
 
+def draw_pairs(tables: TwoTokens, draws: int, generator: torch.Generator | None = None, resample: bool = True) -> torch.Tensor:
+    """Counts (n, n) of `draws` pairs drawn as draw_two_tokens does, all at once; resample=False draws from p at a refusal
+    instead of from max(0, p - q): the shortcut that biases the output."""
+    t, draws = tables, check_size(draws, "draws")
+
+    def pick(rows: torch.Tensor) -> torch.Tensor:
+        return torch.multinomial(rows, 1, generator=generator)[:, 0]
+
+    def after_refusal(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        rest = (p - q).clamp(min=0) if resample else p
+        total = rest.sum(-1, keepdim=True)
+        return torch.where(total > 0, rest / total.clamp(min=1e-300), p)  # p = q: never refused, any row will do
+
+    def checked(p: torch.Tensor, q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The token the rule leaves at one position: x when kept, else a draw after the refusal."""
+        u = torch.rand(len(x), generator=generator, dtype=p.dtype)
+        kept = u * q.gather(1, x[:, None])[:, 0] < p.gather(1, x[:, None])[:, 0]
+        return torch.where(kept, x, pick(after_refusal(p, q))), kept
+
+    p1, q1 = t.p1.expand(draws, -1), t.q1.expand(draws, -1)
+    x1 = pick(q1)
+    x2 = pick(t.q2[x1])
+    first, kept = checked(p1, q1, x1)
+    second_kept, _ = checked(t.p2[x1], t.q2[x1], x2)  # used where the first was kept: same pass
+    fresh = pick(t.q2[first])  # where the first was refused: the next pass drafts the second afresh
+    second_fresh, _ = checked(t.p2[first], t.q2[first], fresh)
+    second = torch.where(kept, second_kept, second_fresh)
+    counts = torch.zeros(len(t.ids), len(t.ids), dtype=torch.float64)
+    counts.index_put_((first, second), torch.ones(draws, dtype=torch.float64), accumulate=True)
+    return counts
+
+
 def chi_square_p_value(counts: torch.Tensor, expected: torch.Tensor) -> float:
     """Pearson's test: cells expected under 5 times are pooled into one; a draw in a cell of probability 0 gives p = 0."""
     counts, expected = counts.flatten().double(), expected.flatten().double()
