@@ -31,6 +31,28 @@ def draw_costs(results: dict) -> Figure:
     return fig
 
 
+def draw_speedups(results: dict) -> Figure:
+    """The saved runs: measured speed-up per draft and k as bars, the cost model's prediction as a black mark."""
+    from ..results.speculative import DRAFT_NAMES
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    ks = results["workload"]["ks"]
+    width = 0.8 / len(ks)
+    for index, k in enumerate(ks):
+        rows = [next(r for r in results["summary"] if r["draft"] == name and r["k"] == k) for name in DRAFT_NAMES]
+        xs = [i + index * width for i in range(len(DRAFT_NAMES))]
+        ax.bar(xs, [r["speedup"] for r in rows], width=width, color=f"C{index}", label=f"k = {k}")
+        ax.scatter(xs, [r["predicted"] for r in rows], marker="_", s=200, color="black", zorder=3,
+                   label=text("predicted", "预测") if index == 0 else None)
+    ax.axhline(1, color="gray", linewidth=1)
+    ax.set_xticks([i + width * (len(ks) - 1) / 2 for i in range(len(DRAFT_NAMES))],
+                  [text(*names) for names in DRAFT_NAMES.values()])
+    ax.set(ylabel=text("speed-up over plain decoding", "相对普通解码的加速比"),
+           title=text("greedy speculative decoding on the saved prompts", "在保存的提示词上做贪心投机解码"))
+    ax.legend(fontsize=8)
+    return fig
+
+
 def draw_speedup(results: dict, alpha: float, draft_cost: float) -> Figure:
     """Predicted speed-up against k for one alpha and one draft cost d, with the saved c(k)."""
     costs = pass_costs(results)

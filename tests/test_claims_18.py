@@ -1,0 +1,58 @@
+"""Lesson 18's sentences that read a stored number agree with it, in both languages (as tests/test_lesson_claims.py).
+
+The lesson's stored outputs are re-made whenever the lesson is executed, and the numbers of sections 1 and 3
+come from `make bench BENCH_ARGS=--speculative`; a rerun with other numbers fails here until the sentence is re-read.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attention_utils import results
+from test_lesson_claims import lesson, printed, prose, stored_text
+
+NAME = "18_speculative_decoding.ipynb"
+
+
+@pytest.fixture(scope="module")
+def speculative():
+    return lesson(NAME)
+
+
+@pytest.fixture(scope="module")
+def saved():
+    return results.load_saved(results.SAVED_SPECULATIVE)
+
+
+def test_the_roofline_cost_stays_at_one_below_the_ridge(speculative, saved):
+    """Section 1: 'the intensity stays below the ridge ... so the roofline's c(k) stays at 1.00'."""
+    out = stored_text(speculative)
+    ridge = float(printed(r"ridge at ([\d.]+) FLOPs per byte", out)[1])
+    rows = re.findall(r"^\s*(\d)\s+[\d.]+\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.MULTILINE)
+    assert len(rows) == 9
+    assert all(float(intensity) < ridge and roofline == "1.00" for _, intensity, roofline, _ in rows)
+    for language, words in (("en", "stays at 1.00"), ("zh", "一直是 1.00")):
+        assert words in prose(speculative, language)
+    assert "the measured c(8) is above the roofline's: True" in out
+    assert "checking 9 tokens in one pass is cheaper than 9 decode steps: True" in out
+
+
+def test_every_greedy_run_gave_the_plain_tokens(speculative):
+    """Section 2: 'Every line says True'."""
+    out = stored_text(speculative)
+    same = re.findall(r"same: (True|False)", out)
+    assert len(same) == 6 and set(same) == {"True"}
+    assert "same tokens as plain greedy decoding: True" in out
+    assert "Every line says `True`" in prose(speculative, "en") and "每一行都是 `True`" in prose(speculative, "zh")
+
+
+def test_the_rule_passes_and_the_shortcut_fails(speculative):
+    """Section 4: 'the rule passing and the version without resampling failing, with p far below that threshold'."""
+    out = stored_text(speculative)
+    rule = printed(r"the rule\s+10,000 pairs: chi-square p = ([\d.e+-]+); consistent with the model \(p > 0.001\): (\w+)", out)
+    shortcut = printed(r"no resampling\s+10,000 pairs: chi-square p = ([\d.e+-]+); consistent with the model \(p > 0.001\): (\w+)", out)
+    assert float(rule[1]) > 1e-3 and rule[2] == "True"
+    assert float(shortcut[1]) < 1e-6 and shortcut[2] == "False"
+    assert "without resampling failing" in prose(speculative, "en") and "没有通过" in prose(speculative, "zh")
