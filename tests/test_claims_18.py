@@ -56,3 +56,20 @@ def test_the_rule_passes_and_the_shortcut_fails(speculative):
     assert float(rule[1]) > 1e-3 and rule[2] == "True"
     assert float(shortcut[1]) < 1e-6 and shortcut[2] == "False"
     assert "without resampling failing" in prose(speculative, "en") and "没有通过" in prose(speculative, "zh")
+
+
+def test_section_3_reads_the_saved_run(speculative, saved):
+    """Section 3 and the summary: prompt lookup fastest; the model drafts right on most tokens at half a step or more;
+    the early exit slower than the model alone at every k, with the lowest alpha."""
+    rows, best = saved["summary"], results.best_rows(saved)
+    assert max(best.values(), key=lambda r: r["speedup"])["draft"] == "prompt lookup"
+    for name in ("int8", "bfloat16"):
+        assert all(r["alpha"] > 0.5 and r["draft_cost"] >= 0.45 for r in rows if r["draft"] == name)
+    early = [r for r in rows if r["draft"] == "early exit"]
+    assert early and all(r["speedup"] < 1 for r in early)
+    assert max(r["alpha"] for r in early) < min(r["alpha"] for r in rows if r["draft"] != "early exit")
+    assert all(r["same"] for r in rows)
+    out = stored_text(speculative)
+    assert "fastest: prompt lookup" in out
+    for language, words in (("en", "early exit was slower than the model alone"), ("zh", "提前退出比模型单独解码还慢")):
+        assert words in prose(speculative, language)

@@ -1,4 +1,4 @@
-"""Lesson 18's figure and explorer: the cost of checking k + 1 tokens, and the speed-up a draft of given alpha and cost buys."""
+"""Lesson 18's figures and explorer: the cost of checking k + 1 tokens, and the speed-up a draft buys."""
 
 from __future__ import annotations
 

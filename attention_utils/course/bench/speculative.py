@@ -49,7 +49,7 @@ class SpeculativeWorkload:
     matmul_n: int
 
 
-SPECULATIVE_FULL = SpeculativeWorkload(PROMPTS, new_tokens=32, ks=(2, 4, 8), most=8, exit_layers=8, calls=5,
+SPECULATIVE_FULL = SpeculativeWorkload(PROMPTS, new_tokens=32, ks=(2, 4), most=8, exit_layers=8, calls=5,
                                        read_mib=256, matmul_n=1024)
 SPECULATIVE_QUICK = SpeculativeWorkload(PROMPTS[:1], new_tokens=8, ks=(2,), most=2, exit_layers=8, calls=2,
                                         read_mib=16, matmul_n=256)
