@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..checks import bilingual, check_size, shown
+from ..checks import bilingual, check_real, check_size, shown
 from .generation import check_logits, check_prompt, check_reach, takes_keywords
 from .kv_cache import KVCache
 
@@ -36,6 +36,7 @@ class Speculation:
     passes: int  # calls of the model after the prefill; each checked one block of drafted tokens
     drafted: int  # tokens the draft proposed
     accepted: int  # of those, the ones the model kept
+    history: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (proposed, kept) for every block checked
 
 
 class PromptLookup:
@@ -66,19 +67,26 @@ class ModelDraft:
         _check_empty_cache(cache, "the draft's cache", "草稿模型的缓存")
         self.model, self.cache, self.seen = model, cache, []  # seen: the tokens whose keys the draft's cache holds
 
-    @torch.no_grad()
     def propose(self, tokens: list[int], k: int) -> list[int]:
+        return self.sample(tokens, k)[0]
+
+    @torch.no_grad()
+    def sample(self, tokens: list[int], k: int, temperature: float | None = None,
+               generator: torch.Generator | None = None) -> tuple[list[int], torch.Tensor]:
+        """k tokens and the draft's probabilities q (k, vocab) they were drawn from; greedy when temperature is None."""
         common = next((i for i, (a, b) in enumerate(zip(self.seen, tokens)) if a != b), min(len(self.seen), len(tokens)))
         common = min(common, len(tokens) - 1)  # the last token goes in again: its scores give the first proposal
         self.cache.truncate(common)
-        self.seen, step, proposal = tokens[:common], tokens[common:], []
+        self.seen, step, proposal, rows = tokens[:common], tokens[common:], [], []
         device = next(self.model.parameters()).device
         for _ in range(k):
-            logits = self.model(torch.tensor([step], device=device), cache=self.cache)
+            logits = self.model(torch.tensor([step], device=device), cache=self.cache)[0, -1].float()
             self.seen = self.seen + step
-            step = [int(logits[0, -1].argmax())]
+            rows.append(logits.softmax(-1) if temperature is None else (logits / temperature).softmax(-1))
+            pick = logits.argmax() if temperature is None else torch.multinomial(rows[-1].cpu(), 1, generator=generator)
+            step = [int(pick)]
             proposal += step
-        return proposal
+        return proposal, torch.stack(rows) if rows else torch.empty(0, 0, device=device)
 
 
 def early_exit(model: nn.Module, layers: int) -> nn.Module:
@@ -106,10 +114,7 @@ def speculative_greedy(model: nn.Module, prompt: torch.Tensor, new_tokens: int, 
                        k: int = 4) -> Speculation:
     """Greedy decoding of one sequence in passes of one token plus up to k drafted ones; the tokens equal `generate`'s."""
     new_tokens, k = check_size(new_tokens, "new_tokens"), check_size(k, "k", minimum=0, maximum=MOST_DRAFTED)
-    check_prompt(prompt)
-    if prompt.shape[0] != 1:
-        raise ValueError(bilingual(f"prompt must hold one sequence (batch 1), got {tuple(prompt.shape)}; decode each on its own.",
-                                   f"prompt 只能有一个序列（批大小 1），实际形状是 {tuple(prompt.shape)}；请逐个序列解码。"))
+    _check_one_sequence(prompt)
     if not callable(getattr(draft, "propose", None)):
         raise TypeError(bilingual(f"draft must have propose(tokens, k), like PromptLookup() or ModelDraft(...), got {shown(draft)}.",
                                   f"draft 必须有 propose(tokens, k) 方法，例如 PromptLookup() 或 ModelDraft(...)，实际是 {shown(draft, True)}。"))
@@ -119,7 +124,7 @@ def speculative_greedy(model: nn.Module, prompt: torch.Tensor, new_tokens: int, 
     model.eval()
     try:
         first = check_logits(model(prompt, cache=cache), prompt)[0, -1].argmax()
-        tokens, stats = prompt[0].tolist() + [int(first)], [0, 0, 0]  # passes, drafted, accepted
+        tokens, stats = prompt[0].tolist() + [int(first)], [0, 0, 0, []]  # passes, drafted, accepted, history
         end = prompt.shape[1] + new_tokens
         while len(tokens) < end:
             room = min(k, end - len(tokens) - 1)  # a pass adds its accepted tokens and one more
@@ -129,7 +134,44 @@ def speculative_greedy(model: nn.Module, prompt: torch.Tensor, new_tokens: int, 
             agree = next((i for i, (d, c) in enumerate(zip(proposal, choices)) if d != c), len(proposal))
             cache.truncate(cache.position - (len(proposal) - agree))  # forget the refused tokens' keys and values
             tokens += proposal[:agree] + [choices[agree]]
-            stats = [stats[0] + 1, stats[1] + len(proposal), stats[2] + agree]
+            stats = [stats[0] + 1, stats[1] + len(proposal), stats[2] + agree, stats[3] + [(len(proposal), agree)]]
+    finally:
+        model.train(was_training)
+    return Speculation(torch.tensor([tokens], device=prompt.device), *stats)
+
+
+@torch.no_grad()
+def speculative_sample(model: nn.Module, prompt: torch.Tensor, new_tokens: int, cache: KVCache, draft: ModelDraft,
+                       k: int = 4, temperature: float = 1.0, generator: torch.Generator | None = None) -> Speculation:
+    """Sampling at `temperature` in passes: the draft samples k tokens from q, the model keeps what accept_or_resample keeps.
+
+    The first pass is the prompt itself with k drafted tokens after it, so every token goes through the rule.
+    The tokens are distributed as the model's own samples at that temperature, whatever the draft.
+    """
+    new_tokens, k = check_size(new_tokens, "new_tokens"), check_size(k, "k", minimum=0, maximum=MOST_DRAFTED)
+    temperature = check_real(temperature, "temperature", "1.0", positive=True)
+    _check_one_sequence(prompt)
+    if not isinstance(draft, ModelDraft):
+        raise TypeError(bilingual(f"draft must be a ModelDraft(model, KVCache(...)): sampling needs its probabilities, got {shown(draft)}.",
+                                  f"draft 必须是 ModelDraft(model, KVCache(...))：采样要用到它给出的概率，实际是 {shown(draft, True)}。"))
+    _check_empty_cache(cache, "cache", "cache")
+    check_reach(model, prompt.shape[1], new_tokens)
+    was_training = model.training
+    model.eval()
+    try:
+        tokens, stats = prompt[0].tolist(), [-1, 0, 0, []]  # the first pass is the prefill: not counted in passes
+        end = prompt.shape[1] + new_tokens
+        while len(tokens) < end:
+            room = min(k, end - len(tokens) - 1)
+            proposal, q = draft.sample(list(tokens), room, temperature, generator) if room else ([], None)
+            block = torch.tensor([tokens[cache.position:] + proposal], device=prompt.device)
+            logits = check_logits(model(block, cache=cache), block)[0, -len(proposal) - 1:].float()
+            p = (logits / temperature).softmax(-1).cpu()
+            q = torch.empty(0, p.shape[1]) if q is None else q.cpu()
+            kept = accept_or_resample(p, q, proposal, generator)
+            cache.truncate(cache.position - (len(proposal) - len(kept) + 1))  # forget the refused tokens' keys and values
+            tokens += kept
+            stats = [stats[0] + 1, stats[1] + len(proposal), stats[2] + len(kept) - 1, stats[3] + [(len(proposal), len(kept) - 1)]]
     finally:
         model.train(was_training)
     return Speculation(torch.tensor([tokens], device=prompt.device), *stats)
@@ -152,6 +194,13 @@ def accept_or_resample(target: torch.Tensor, draft: torch.Tensor, drafted: Seque
         residual = (target[i] - draft[i]).clamp(min=0)
         return kept + [int(torch.multinomial(residual / residual.sum(), 1, generator=generator))]
     return kept + [int(torch.multinomial(target[len(drafted)], 1, generator=generator))]
+
+
+def _check_one_sequence(prompt: object) -> None:
+    check_prompt(prompt)
+    if prompt.shape[0] != 1:
+        raise ValueError(bilingual(f"prompt must hold one sequence (batch 1), got {tuple(prompt.shape)}; decode each on its own.",
+                                   f"prompt 只能有一个序列（批大小 1），实际形状是 {tuple(prompt.shape)}；请逐个序列解码。"))
 
 
 def _check_empty_cache(cache: object, name: str, name_zh: str) -> None:

@@ -12,6 +12,7 @@
     python -m attention_utils.course.bench --model    # only the real model: lesson 13's prefill and decode step, lesson 14's formats and batches
     python -m attention_utils.course.bench --cache    # only lesson 15's caches on the real model: bytes and decode step
     python -m attention_utils.course.bench --serving  # only lesson 17's scheduler on the real model: policies, page budget
+    python -m attention_utils.course.bench --speculative   # only lesson 18's speculative decoding on the real model
 
 A full run saves what the lessons and the README quote in figures/bench_results.json,
 figures/bench_kernel.json, figures/bench_decode.json, figures/bench_recurrent.json, figures/bench_recall.json, figures/bench_model.json and
@@ -41,6 +42,7 @@ from .model_caches import CACHE_FULL, CACHE_QUICK, SAVED_CACHE, run_caches
 from .model_decode import MODEL_FULL, MODEL_QUICK
 from .model_report import run_model_decode
 from .serving import SAVED_SERVING, SERVING_FULL, SERVING_QUICK, run_serving
+from .speculative import SPECULATIVE_FULL, SPECULATIVE_QUICK, run_speculative
 from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
 
 
@@ -72,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serving", action="store_true",
                         help="only lesson 17's scheduler on the real model (policies, page budget, chunked prefill, "
                              "prefix cache) into figures/bench_serving.json (with --quick: build/bench/quick/)")
+    parser.add_argument("--speculative", action="store_true",
+                        help="only lesson 18's speculative decoding (cost of checking, drafts, speed-up) on the real model into "
+                             "figures/bench_speculative.json (with --quick: build/bench/quick/)")
     parser.add_argument("--rounds", type=int, help="fresh processes per configuration (default: 3, or 2 for --kernel)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
     parser.add_argument("--out", type=Path, help="results folder (default build/bench/, or build/bench/quick/)")
@@ -104,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.serving:
         run_serving(SERVING_QUICK if args.quick else SERVING_FULL, args.threads, out, args.quick)
         print(f"serving results in {out / 'serving.json' if args.quick else SAVED_SERVING}; {time.perf_counter() - began:.0f} s")
+        return 0
+    if args.speculative:
+        run_speculative(SPECULATIVE_QUICK if args.quick else SPECULATIVE_FULL, args.threads, out, args.quick, args.replot)
+        print(f"speculative results in {out / 'speculative.json' if args.quick else 'figures/bench_speculative.json'}; "
+              f"{time.perf_counter() - began:.0f} s")
         return 0
     if args.tiles:
         saved = load_saved(SAVED_KERNEL)
@@ -157,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             run_caches(CACHE_FULL, args.threads, out, quick=False, replot=args.replot)
             if not args.replot:
                 run_serving(SERVING_FULL, args.threads, out, quick=False)
+            run_speculative(SPECULATIVE_FULL, args.threads, out, quick=False, replot=args.replot)
     print(report(results))
     print(f"results in {out}, figures in {figures}; {time.perf_counter() - began:.0f} s in all")
     return finish(results.get("checks", []))

@@ -1,0 +1,258 @@
+"""Lesson 18's part of the bench: speculative decoding on SmolLM2, its cost of checking and its speed-up per draft.
+
+In one fresh process, SmolLM2 in float32 at batch 1: the two roofs of lesson 14; one pass over k + 1 new
+tokens after a prompt, k = 0..8, timed in alternating order (medians); one decode step of each draft
+against one of the model (its cost d in decode steps); then greedy decoding of a fixed set of prompts,
+plain and speculative with each draft and k, each run timed whole (prefill included). Every speculative run's
+tokens are compared with plain decoding's; the predicted speed-up uses the measured alpha, c(k) and d only.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from ...inference.generation import generate
+from ...inference.kv_cache import KVCache
+from ...inference.speculative import ModelDraft, PromptLookup, early_exit, speculative_greedy
+from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, verification_cost
+from ...inference.weight_formats import to_format, weight_bytes
+from ...language import LANGUAGES
+from ...results import ROOT, SAVED_SPECULATIVE, load_saved
+from .harness import environment, run_in_child
+from .model_formats import alternate, roofs
+from .report import save_json, update_readme
+
+DRAFTS = ("prompt lookup", "int8", "bfloat16", "early exit")
+NAMES = {"prompt lookup": ("prompt lookup", "提示词查找"), "int8": ("the model in int8", "int8 的同一模型"),
+         "bfloat16": ("the model in bfloat16", "bfloat16 的同一模型"), "early exit": ("early exit", "提前退出")}
+PROMPTS = ("Monday, Tuesday, Wednesday, Thursday,", "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n",
+           "The cat sat on the mat. The dog sat on the", "Once upon a time, there was a little")
+
+
+@dataclass(frozen=True)
+class SpeculativeWorkload:
+    """What the part runs: prompts, new tokens, the ks tried, the early exit's layers, and the timing rounds."""
+
+    prompts: tuple[str, ...]
+    new_tokens: int
+    ks: tuple[int, ...]
+    most: int  # the verification cost is timed for k = 0..most
+    exit_layers: int
+    calls: int
+    read_mib: int
+    matmul_n: int
+
+
+SPECULATIVE_FULL = SpeculativeWorkload(PROMPTS, new_tokens=32, ks=(2, 4), most=8, exit_layers=8, calls=5,
+                                       read_mib=256, matmul_n=1024)
+SPECULATIVE_QUICK = SpeculativeWorkload(PROMPTS[:1], new_tokens=8, ks=(2,), most=2, exit_layers=8, calls=2,
+                                        read_mib=16, matmul_n=256)
+
+
+def draft_models(model: torch.nn.Module, layers: int) -> dict[str, torch.nn.Module]:
+    """The three model drafts: the model in int8 and in bfloat16 (lesson 14's formats), and its first `layers` blocks."""
+    return {"int8": to_format(model, "int8"), "bfloat16": to_format(model, "bfloat16"), "early exit": early_exit(model, layers)}
+
+
+def make_draft(name: str, models: dict[str, torch.nn.Module]) -> object:
+    """A fresh draft of this kind for one run (a model draft carries a cache of the run's text)."""
+    if name == "prompt lookup":
+        return PromptLookup(3)
+    return ModelDraft(models[name], KVCache(models[name].config.num_layers))
+
+
+def seconds(call) -> tuple[float, object]:
+    began = time.perf_counter()
+    found = call()
+    return time.perf_counter() - began, found
+
+
+def measure_speculative(workload: SpeculativeWorkload, threads: int) -> dict:
+    """Load SmolLM2 and measure the costs and every (draft, k) run in this process, or say why it could not."""
+    from ...models.llama import load_smollm2
+
+    torch.set_num_threads(threads)
+    try:
+        model, tokenizer = load_smollm2()
+    except (FileNotFoundError, ImportError, ValueError) as error:
+        return {"error": f"the model could not be loaded: {error}"}
+    c = model.config
+    found = {"roofs": roofs(workload.read_mib, workload.matmul_n)}
+    with torch.inference_mode():
+        prompts = [torch.tensor([tokenizer.encode(p)]) for p in workload.prompts]
+        context = prompts[0].shape[1]
+        found["verification_ms"] = {str(k): ms for k, ms in verification_cost(model, prompts[0], workload.most, workload.calls).items()}
+        bandwidth, flops = found["roofs"]["bandwidth_gb_s"] * 1e9, found["roofs"]["matmul_gflop_s"] * 1e9
+        found["roofline_cost"] = {str(k): roofline_pass_cost(c, k, context, bandwidth, flops) for k in range(workload.most + 1)}
+        models = draft_models(model, workload.exit_layers)
+        found["draft_step_ms"] = draft_steps({"model": model, **models}, prompts[0], workload.calls)
+        found["weight_bytes"] = {name: weight_bytes(m) for name, m in {"model": model, **models}.items()}
+        found["runs"] = runs(model, models, prompts, workload)
+    found["context"], found["load_average"] = context, list(os.getloadavg())
+    return found
+
+
+def draft_steps(models: dict[str, torch.nn.Module], prompt: torch.Tensor, calls: int) -> dict[str, float]:
+    """Median ms of one decode step of the model and of each model draft, in alternating order."""
+    steps = {}
+    for name, m in models.items():
+        cache = KVCache(m.config.num_layers)
+        m(prompt, cache=cache)
+        start = cache.position
+
+        def step(m=m, cache=cache, start=start) -> None:
+            m(prompt[:, -1:], cache=cache)
+            cache.truncate(start)
+        steps[name] = step
+    return alternate(steps, calls)
+
+
+def runs(model: torch.nn.Module, models: dict[str, torch.nn.Module], prompts: list[torch.Tensor],
+         workload: SpeculativeWorkload) -> list[dict]:
+    """Plain greedy decoding of every prompt (timed before and after the rest), then every draft and k."""
+    layers, rows = model.config.num_layers, []
+    plain = {i: [] for i in range(len(prompts))}
+    for i, prompt in enumerate(prompts):
+        plain[i].append(seconds(lambda: generate(model, prompt, workload.new_tokens, KVCache(layers)))[0])
+    reference = [generate(model, p, workload.new_tokens, KVCache(layers)).tokens for p in prompts]
+    for name in DRAFTS:
+        for k in workload.ks:
+            for i, prompt in enumerate(prompts):
+                draft = make_draft(name, models)
+                took, run = seconds(lambda: speculative_greedy(model, prompt, workload.new_tokens, KVCache(layers), draft, k=k))
+                rows.append({"draft": name, "k": k, "prompt": i, "seconds": took, "passes": run.passes,
+                             "drafted": run.drafted, "accepted": run.accepted,
+                             "refused": sum(1 for m, kept in run.history if kept < m),
+                             "proposed": [m for m, _ in run.history], "same": torch.equal(run.tokens, reference[i])})
+    for i, prompt in enumerate(prompts):
+        plain[i].append(seconds(lambda: generate(model, prompt, workload.new_tokens, KVCache(layers)))[0])
+    rows += [{"draft": "plain", "prompt": i, "seconds": statistics.median(times)} for i, times in plain.items()]
+    return rows
+
+
+def summary(results: dict) -> list[dict]:
+    """One row per (draft, k) over all prompts: alpha, tokens per pass, measured and predicted speed-ups, same tokens.
+
+    alpha is pooled: tokens kept over tokens checked (kept ones and each pass's first refusal). The prediction
+    takes each pass's proposal length m: expected tokens (1 - alpha^(m+1)) / (1 - alpha) over c(m) + m d, with
+    c and d measured (a pass and a draft step against a decode step), or with lesson 14's roofline and bytes.
+    """
+    plain = sum(r["seconds"] for r in results["runs"] if r["draft"] == "plain")
+    measured = {int(k): ms / results["verification_ms"]["0"] for k, ms in results["verification_ms"].items()}
+    roofline = {int(k): cost for k, cost in results["roofline_cost"].items()}
+    steps, sizes = results["draft_step_ms"], results["weight_bytes"]
+    rows = []
+    for name in DRAFTS:
+        for k in results["workload"]["ks"]:
+            mine = [r for r in results["runs"] if r["draft"] == name and r.get("k") == k]
+            accepted, passes = sum(r["accepted"] for r in mine), sum(r["passes"] for r in mine)
+            alpha = accepted / max(accepted + sum(r["refused"] for r in mine), 1)
+            proposed = [m for r in mine for m in r["proposed"]]
+            tokens = sum(expected_tokens(alpha, m) for m in proposed)
+            d = 0.0 if name == "prompt lookup" else steps[name] / steps["model"]
+            d_bytes = 0.0 if name == "prompt lookup" else sizes[name] / sizes["model"]
+            rows.append({"draft": name, "k": k, "alpha": alpha, "tokens_per_pass": (accepted + passes) / passes,
+                         "expected_tokens_per_pass": tokens / len(proposed), "mean_proposed": statistics.mean(proposed),
+                         "draft_cost": d, "speedup": plain / sum(r["seconds"] for r in mine),
+                         "predicted": tokens / sum(measured[m] + m * d for m in proposed),
+                         "predicted_roofline": tokens / sum(roofline[m] + m * d_bytes for m in proposed),
+                         "same": all(r["same"] for r in mine)})
+    return rows
+
+
+def run_speculative(workload: SpeculativeWorkload, threads: int, out: Path, quick: bool, replot: bool = False) -> dict:
+    """Measure in a fresh process (or reload with replot); save the JSON and figures, and (full run) the README table."""
+    if replot:
+        results = load_saved(SAVED_SPECULATIVE)
+    else:
+        results = {"environment": environment(threads), "workload": asdict(workload),
+                   **run_in_child(measure_speculative, workload, threads)}
+        if "runs" in results:
+            results["summary"] = summary(results)
+    folder = out if quick else ROOT / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    save_json(results, out / "speculative.json" if quick else SAVED_SPECULATIVE)
+    if "summary" in results:
+        for language in LANGUAGES:
+            plot_speculative(results, folder, language)
+        if not quick:
+            update_readme(speculative_markdown(results), name="speculative")
+    return results
+
+
+def speculative_markdown(results: dict) -> str:
+    """The README section: how it was measured, then one row per draft and k, in both languages."""
+    env, work = results["environment"], results["workload"]
+    load = [f"{x:.1f}" for x in results.get("load_average", [])]
+    lines = [
+        f"Written by `make bench` on {env['date']}: {env['cpu']}, {env['threads']} threads, torch {env['torch']}. "
+        f"SmolLM2-135M in float32, batch 1, one process: greedy decoding of {len(work['prompts'])} fixed prompts, "
+        f"{work['new_tokens']} new tokens each, plain and speculative with each draft and k (whole runs timed, prefill "
+        f"included). c(k) is one pass over k + 1 tokens against one decode step ({work['calls']} alternating calls, "
+        "medians); d is one step of the draft against one of the model. The prediction uses only alpha, c and d. "
+        f"Load average at the end: {', '.join(load) or 'not recorded'}.",
+        "",
+        f"由 `make bench` 于 {env['date']} 生成：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
+        f"SmolLM2-135M，float32，批大小 1，同一个进程：对 {len(work['prompts'])} 个固定的提示词各做 {work['new_tokens']} "
+        "个新词元的贪心解码，分别用普通解码和每种草稿、每个 k 的投机解码（整次运行计时，含预填充）。c(k) 是一次检查 k + 1 个词元的前向"
+        f"与一步解码的耗时之比（交替调用 {work['calls']} 次，取中位数）；d 是草稿模型一步与原模型一步之比。预测只用到 alpha、c 和 d。"
+        f"运行结束时的平均负载：{'、'.join(load) or '未记录'}。",
+        "",
+        "| draft / 草稿 | k | alpha | tokens per pass / 每次前向的词元 | d | speed-up / 加速比 | predicted / 预测 | same tokens / 输出相同 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results["summary"]:
+        en, zh = NAMES[row["draft"]]
+        lines.append(f"| {en} / {zh} | {row['k']} | {row['alpha']:.2f} | {row['tokens_per_pass']:.2f} | "
+                     f"{row['draft_cost']:.2f} | {row['speedup']:.2f}× | {row['predicted']:.2f}× | "
+                     f"{'yes / 是' if row['same'] else 'NO / 否'} |")
+    return "\n".join([*lines, "", "![Speculative decoding: the cost of checking and the speed-up per draft](figures/bench_speculative_en.png)",
+                      "", "![投机解码：检查的代价与每种草稿的加速比](figures/bench_speculative_zh.png)"])
+
+
+def plot_speculative(results: dict, folder: Path, language: str) -> Path:
+    """Two panels: c(k) measured and from the roofline; measured and predicted speed-up per draft and k."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ...language import text
+    from ...plotting.fonts import set_language
+
+    set_language(language)
+    figure = Figure(figsize=(11, 4.4), layout="constrained")
+    FigureCanvasAgg(figure)
+    cost_ax, speed_ax = figure.subplots(1, 2)
+    ks = sorted(int(k) for k in results["verification_ms"])
+    base = results["verification_ms"]["0"]
+    cost_ax.plot(ks, [results["verification_ms"][str(k)] / base for k in ks], "o-", label=text("measured", "实测"))
+    cost_ax.plot(ks, [results["roofline_cost"][str(k)] for k in ks], "s--", label=text("roofline (lesson 14)", "屋顶线（第 14 课）"))
+    cost_ax.plot(ks, [k + 1 for k in ks], ":", color="gray", label=text("k + 1 separate steps", "k + 1 步单独解码"))
+    cost_ax.set(xlabel="k", ylabel=text("decode steps", "折合解码步数"),
+                title=text("c(k): one pass over k + 1 tokens", "c(k)：一次前向检查 k + 1 个词元"))
+    cost_ax.legend(fontsize=8)
+    work = results["workload"]
+    width = 0.8 / len(work["ks"])
+    for index, k in enumerate(work["ks"]):
+        rows = [next(r for r in results["summary"] if r["draft"] == name and r["k"] == k) for name in DRAFTS]
+        xs = [i + index * width for i in range(len(DRAFTS))]
+        speed_ax.bar(xs, [r["speedup"] for r in rows], width=width, color=f"C{index}", label=f"k = {k}")
+        speed_ax.scatter(xs, [r["predicted"] for r in rows], marker="_", s=200, color="black", zorder=3,
+                         label=text("predicted", "预测") if index == 0 else None)
+    speed_ax.axhline(1, color="gray", linewidth=1)
+    speed_ax.set_xticks([i + width * (len(work["ks"]) - 1) / 2 for i in range(len(DRAFTS))],
+                        [NAMES[name][language == "zh"] for name in DRAFTS], fontsize=8)
+    speed_ax.set(ylabel=text("speed-up over plain decoding", "相对普通解码的加速比"),
+                 title=text("greedy speculative decoding, same tokens", "贪心投机解码（输出相同）"))
+    speed_ax.legend(fontsize=8)
+    env = results["environment"]
+    figure.suptitle(text(f"SmolLM2-135M, float32, batch 1; {env['cpu']}, {env['threads']} threads, torch {env['torch']}",
+                         f"SmolLM2-135M，float32，批大小 1；{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}"))
+    path = folder / f"bench_speculative_{language}.png"
+    figure.savefig(path, dpi=110)
+    return path

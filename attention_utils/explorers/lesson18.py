@@ -1,0 +1,77 @@
+"""Lesson 18's figures and explorer: the cost of checking k + 1 tokens, and the speed-up a draft buys."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from ..inference.speculative_cost import predicted_speedup
+from ..language import text
+from .widgets import explore
+
+
+def pass_costs(results: dict) -> dict[int, float]:
+    """c(k) from the saved bench: one pass over k + 1 tokens in decode steps (the k = 0 pass is one decode step)."""
+    base = results["verification_ms"]["0"]
+    return {int(k): ms / base for k, ms in sorted(results["verification_ms"].items(), key=lambda item: int(item[0]))}
+
+
+def draw_costs(results: dict) -> Figure:
+    """c(k) measured, from lesson 14's roofline, and k + 1 separate decode steps."""
+    costs = pass_costs(results)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
+    ks = list(costs)
+    ax.plot(ks, list(costs.values()), "o-", label=text("measured (saved bench)", "实测（保存的基准测试）"))
+    ax.plot(ks, [results["roofline_cost"][str(k)] for k in ks], "s--", label=text("roofline (lesson 14)", "屋顶线（第 14 课）"))
+    ax.plot(ks, [k + 1 for k in ks], ":", color="gray", label=text("k + 1 decode steps", "k + 1 步解码"))
+    ax.set(xlabel=text("drafted tokens k", "草稿词元数 k"), ylabel=text("cost in decode steps", "折合解码步数"),
+           title=text("c(k): checking k + 1 tokens in one pass", "c(k)：一次前向检查 k + 1 个词元"))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def draw_speedups(results: dict) -> Figure:
+    """The saved runs: measured speed-up per draft and k as bars, the cost model's prediction as a black mark."""
+    from ..results.speculative import DRAFT_NAMES
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    ks = results["workload"]["ks"]
+    width = 0.8 / len(ks)
+    for index, k in enumerate(ks):
+        rows = [next(r for r in results["summary"] if r["draft"] == name and r["k"] == k) for name in DRAFT_NAMES]
+        xs = [i + index * width for i in range(len(DRAFT_NAMES))]
+        ax.bar(xs, [r["speedup"] for r in rows], width=width, color=f"C{index}", label=f"k = {k}")
+        ax.scatter(xs, [r["predicted"] for r in rows], marker="_", s=200, color="black", zorder=3,
+                   label=text("predicted", "预测") if index == 0 else None)
+    ax.axhline(1, color="gray", linewidth=1)
+    ax.set_xticks([i + width * (len(ks) - 1) / 2 for i in range(len(DRAFT_NAMES))],
+                  [text(*names) for names in DRAFT_NAMES.values()])
+    ax.set(ylabel=text("speed-up over plain decoding", "相对普通解码的加速比"),
+           title=text("greedy speculative decoding on the saved prompts", "在保存的提示词上做贪心投机解码"))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def draw_speedup(results: dict, alpha: float, draft_cost: float) -> Figure:
+    """Predicted speed-up against k for one alpha and one draft cost d, with the saved c(k)."""
+    costs = pass_costs(results)
+    speed = {k: predicted_speedup(alpha, k, cost, draft_cost) for k, cost in costs.items()}
+    best = max(speed, key=speed.get)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
+    ax.plot(list(speed), list(speed.values()), "o-", color="C2")
+    ax.axhline(1, color="gray", linewidth=1)
+    ax.scatter([best], [speed[best]], s=120, facecolors="none", edgecolors="C3", zorder=3)
+    ax.set(xlabel=text("drafted tokens k", "草稿词元数 k"), ylabel=text("predicted speed-up", "预测的加速比"), ylim=(0, None),
+           title=text(f"α = {alpha:.2f}, d = {draft_cost:.2f}: best k = {best}, {speed[best]:.2f}×",
+                      f"α = {alpha:.2f}，d = {draft_cost:.2f}：最佳 k = {best}，{speed[best]:.2f} 倍"))
+    return fig
+
+
+def show_speedup(results: dict) -> None:
+    """Sliders for the acceptance rate alpha and the draft's cost d; the curve of predicted speed-up over k redraws."""
+    explore(
+        lambda alpha, draft_cost: draw_speedup(results, alpha, draft_cost),
+        alpha=widgets.FloatSlider(value=0.8, min=0.0, max=1.0, step=0.05, description=text("alpha", "接受率 α")),
+        draft_cost=widgets.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.05, description=text("draft cost d", "草稿开销 d")),
+    )

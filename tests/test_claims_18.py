@@ -1,0 +1,72 @@
+"""Lesson 18's sentences that read a stored number agree with it, in both languages (as tests/test_lesson_claims.py).
+
+The lesson's stored outputs are re-made whenever the lesson is executed, and the numbers of sections 1 and 3
+come from `make bench BENCH_ARGS=--speculative`; a rerun with other numbers fails here until the sentence is re-read.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attention_utils import results
+from test_lesson_claims import lesson, printed, prose, stored_text
+
+NAME = "18_speculative_decoding.ipynb"
+
+
+@pytest.fixture(scope="module")
+def speculative():
+    return lesson(NAME)
+
+
+@pytest.fixture(scope="module")
+def saved():
+    return results.load_saved(results.SAVED_SPECULATIVE)
+
+
+def test_the_roofline_cost_is_one_below_the_ridge_and_the_measured_cost_is_higher(speculative):
+    """Section 1: 'while the intensity stays below the ridge ... c(k) stays at 1.00'; the summary: 'the measured cost was higher'."""
+    out = stored_text(speculative)
+    ridge = float(printed(r"ridge at ([\d.]+) FLOPs per byte", out)[1])
+    rows = re.findall(r"^\s*(\d)\s+[\d.]+\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.MULTILINE)
+    assert len(rows) == 9
+    assert all(roofline == "1.00" for _, intensity, roofline, _ in rows if float(intensity) < ridge)
+    assert re.search(r"the measured c\(\d\) is above the roofline's: True", out)
+    assert re.search(r"checking (\d+) tokens in one pass is cheaper than \1 decode steps: True", out)
+    for language, words in (("en", "the measured cost was higher"), ("zh", "实测的代价更高")):
+        assert words in prose(speculative, language)
+
+
+def test_every_greedy_run_gave_the_plain_tokens(speculative):
+    """Section 2: 'Every line says True'."""
+    out = stored_text(speculative)
+    same = re.findall(r"same: (True|False)", out)
+    assert len(same) == 6 and set(same) == {"True"}
+    assert "same tokens as plain greedy decoding: True" in out
+    assert "Every line says `True`" in prose(speculative, "en") and "每一行都是 `True`" in prose(speculative, "zh")
+
+
+def test_the_rule_passes_and_the_shortcut_fails(speculative):
+    """Section 4: 'the rule passing and the version without resampling failing, with p far below that threshold'."""
+    out = stored_text(speculative)
+    rule = printed(r"the rule\s+10,000 pairs: chi-square p = ([\d.]+); consistent with the model \(p > 0.001\): (\w+)", out)
+    shortcut = printed(r"no resampling\s+10,000 pairs: chi-square p < 1e-6; consistent with the model \(p > 0.001\): (\w+)", out)
+    assert float(rule[1]) > 1e-3 and rule[2] == "True"
+    assert shortcut[1] == "False"
+    assert "without resampling failing" in prose(speculative, "en") and "没有通过" in prose(speculative, "zh")
+
+
+def test_section_3_reads_the_saved_run(speculative, saved):
+    """Section 3 and the summary: the model drafts right on most tokens at half a step or more;
+    the early exit slower than the model alone at every k, with the lowest alpha."""
+    rows = saved["summary"]
+    for name in ("int8", "bfloat16"):
+        assert all(r["alpha"] > 0.5 and r["draft_cost"] >= 0.45 for r in rows if r["draft"] == name)
+    early = [r for r in rows if r["draft"] == "early exit"]
+    assert early and all(r["speedup"] < 1 for r in early)
+    assert max(r["alpha"] for r in early) < min(r["alpha"] for r in rows if r["draft"] != "early exit")
+    assert all(r["same"] for r in rows)
+    for language, words in (("en", "early exit was slower than the model alone"), ("zh", "提前退出比模型单独解码还慢")):
+        assert words in prose(speculative, language)
