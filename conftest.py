@@ -20,7 +20,7 @@ from xdist.scheduler import LoadFileScheduling
 # (tests/test_ci_workflow.py checks these lists).
 SHARED_FIXTURES = {
     "chinese_run": ("tests/test_browser.py", "tests/test_offline.py", "tests/test_site.py"),
-    "transformers_smollm2": ("tests/test_batched_generation.py", "tests/test_llama.py"),
+    "transformers_smollm2": ("tests/test_batched_generation.py", "tests/test_llama.py", "tests/test_speculative_model.py"),
 }
 CHINESE_RUN_FILES = SHARED_FIXTURES["chinese_run"]
 # Test files that took a minute or more in `make test` here (the README's install, `make lab`, the bench).

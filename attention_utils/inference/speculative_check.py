@@ -103,7 +103,7 @@ def chi_square_p_value(counts: torch.Tensor, expected: torch.Tensor) -> float:
     counts, expected = counts.flatten().double(), expected.flatten().double()
     if counts.shape != expected.shape:
         raise ValueError(bilingual(f"counts and expected must have the same cells, got {counts.numel()} and {expected.numel()}.",
-                                   f"counts 和 expected 的格子数必须相同，实际是 {counts.numel()} 和 {expected.numel()}。"))
+                                   f"`counts` 和 `expected` 的格子数必须相同，实际是 {counts.numel()} 和 {expected.numel()}。"))
     if counts[expected == 0].sum() > 0:
         return 0.0
     small = (expected > 0) & (expected < 5)
