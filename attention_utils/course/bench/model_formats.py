@@ -154,6 +154,7 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
             rows.append({"format": name, "batch": batch, "phase": phase, "length": length, "ms": ms,
                          "flops": cost.flops, "weight_bytes": held, "cache_bytes": cache})
     found.update(kernels(model, matrices, prompt, workload))
+    found["int8_kernel"]["bandwidth_gb_s"] = found["roofs"]["bandwidth_gb_s"]  # the roof its rows are read against
     found.update(timings=rows, weight_bytes=sizes, file_bytes=file_bytes, transformers_error=missing, kernel=kernel_path(),
                  llama_cpp="measured" if llama_cpp is not None else "not installed (pip install llama-cpp-python)",
                  quality=quality(models, tokenizer, workload.new_tokens))

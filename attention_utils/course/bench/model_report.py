@@ -100,10 +100,10 @@ def formats_markdown(results: dict) -> list[str]:
     return [
         "", f"Lesson 14's part of the same process, at a prompt of {length} tokens (load average {load}). Roofs: a read of "
         f"{roofs['read_bytes'] / 2**20:.0f} MiB at {roofs['bandwidth_gb_s']:.1f} GB/s; a {roofs['matmul_n']}×{roofs['matmul_n']} "
-        f"float32 matmul at {roofs['matmul_gflop_s']:.0f} GFLOP/s. Quality against float32 over {HELD} held-out prompts.", "",
+        f"float32 matmul at {roofs['matmul_gflop_s']:.0f} GFLOP/s. Agreement with float32 over {HELD} held-out prompts; perplexity on lesson 15's held-out text (every prediction).", "",
         f"第 14 课的部分，同一进程，提示词 {length} 个词元（负载 {load}）。两道屋顶：读取 {roofs['read_bytes'] / 2**20:.0f} MiB 为 "
         f"{roofs['bandwidth_gb_s']:.1f} GB/s；{roofs['matmul_n']}×{roofs['matmul_n']} 的 float32 矩阵乘法为 "
-        f"{roofs['matmul_gflop_s']:.0f} GFLOP/s。质量是与 float32 在 {HELD} 个留出提示词上比较的结果。", "",
+        f"{roofs['matmul_gflop_s']:.0f} GFLOP/s。一致率是与 float32 在 {HELD} 个留出提示词上比较的结果；困惑度在第 15 课的留出文本上计算（所有预测）。", "",
         "```", model_format_table(results), "", model_batch_table(results), "```", "",
         "The package's targets, checked against this run (lesson 14 prints the measured ratios without them and explains "
         "each; with a fixed cost t0 > 0 halving the bytes gives less than 2×):", "",
