@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..inference.speculative_cost import predicted_speedup
@@ -17,10 +18,9 @@ def pass_costs(results: dict) -> dict[int, float]:
     return {int(k): ms / base for k, ms in sorted(results["verification_ms"].items(), key=lambda item: int(item[0]))}
 
 
-def draw_costs(results: dict) -> Figure:
-    """c(k) measured, from lesson 14's roofline, and k + 1 separate decode steps."""
+def plot_costs(ax: Axes, results: dict) -> None:
+    """On ax: c(k) measured, from lesson 14's roofline, and k + 1 separate decode steps (the bench's figure uses it too)."""
     costs = pass_costs(results)
-    fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
     ks = list(costs)
     ax.plot(ks, list(costs.values()), "o-", label=text("measured (saved bench)", "实测（保存的基准测试）"))
     ax.plot(ks, [results["roofline_cost"][str(k)] for k in ks], "s--", label=text("roofline (lesson 14)", "屋顶线（第 14 课）"))
@@ -28,14 +28,12 @@ def draw_costs(results: dict) -> Figure:
     ax.set(xlabel=text("drafted tokens k", "草稿词元数 k"), ylabel=text("cost in decode steps", "折合解码步数"),
            title=text("c(k): checking k + 1 tokens in one pass", "c(k)：一次前向检查 k + 1 个词元"))
     ax.legend(fontsize=8)
-    return fig
 
 
-def draw_speedups(results: dict) -> Figure:
-    """The saved runs: measured speed-up per draft and k as bars, the cost model's prediction as a black mark."""
+def plot_speedups(ax: Axes, results: dict) -> None:
+    """On ax: measured speed-up per draft and k as bars, the cost model's prediction as a black mark."""
     from ..results.speculative import DRAFT_NAMES
 
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
     ks = results["workload"]["ks"]
     width = 0.8 / len(ks)
     for index, k in enumerate(ks):
@@ -50,6 +48,19 @@ def draw_speedups(results: dict) -> Figure:
     ax.set(ylabel=text("speed-up over plain decoding", "相对普通解码的加速比"),
            title=text("greedy speculative decoding on the saved prompts", "在保存的提示词上做贪心投机解码"))
     ax.legend(fontsize=8)
+
+
+def draw_costs(results: dict) -> Figure:
+    """c(k) measured, from lesson 14's roofline, and k + 1 separate decode steps."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
+    plot_costs(ax, results)
+    return fig
+
+
+def draw_speedups(results: dict) -> Figure:
+    """The saved runs: measured speed-up per draft and k as bars, the cost model's prediction as a black mark."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    plot_speedups(ax, results)
     return fig
 
 

@@ -22,6 +22,7 @@ from ...inference.kv_cache import KVCache
 from ...inference.speculative import ModelDraft, PromptLookup, early_exit, speculative_greedy
 from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, verification_cost
 from ...inference.weight_formats import to_format, weight_bytes
+from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...language import LANGUAGES
 from ...results import ROOT, SAVED_SPECULATIVE, load_saved
 from .harness import environment, run_in_child
@@ -29,7 +30,7 @@ from .model_formats import alternate, roofs
 from .report import save_json, update_readme
 
 DRAFTS = ("prompt lookup", "int8", "bfloat16", "early exit")
-NAMES = {"prompt lookup": ("prompt lookup", "提示词查找"), "int8": ("the model in int8", "int8 的同一模型"),
+NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("the model in int8", "int8 的同一模型"),
          "bfloat16": ("the model in bfloat16", "bfloat16 的同一模型"), "early exit": ("early exit", "提前退出")}
 PROMPTS = ("Monday, Tuesday, Wednesday, Thursday,", "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n",
            "The cat sat on the mat. The dog sat on the", "Once upon a time, there was a little")
@@ -228,28 +229,8 @@ def plot_speculative(results: dict, folder: Path, language: str) -> Path:
     figure = Figure(figsize=(11, 4.4), layout="constrained")
     FigureCanvasAgg(figure)
     cost_ax, speed_ax = figure.subplots(1, 2)
-    ks = sorted(int(k) for k in results["verification_ms"])
-    base = results["verification_ms"]["0"]
-    cost_ax.plot(ks, [results["verification_ms"][str(k)] / base for k in ks], "o-", label=text("measured", "实测"))
-    cost_ax.plot(ks, [results["roofline_cost"][str(k)] for k in ks], "s--", label=text("roofline (lesson 14)", "屋顶线（第 14 课）"))
-    cost_ax.plot(ks, [k + 1 for k in ks], ":", color="gray", label=text("k + 1 separate steps", "k + 1 步单独解码"))
-    cost_ax.set(xlabel="k", ylabel=text("decode steps", "折合解码步数"),
-                title=text("c(k): one pass over k + 1 tokens", "c(k)：一次前向检查 k + 1 个词元"))
-    cost_ax.legend(fontsize=8)
-    work = results["workload"]
-    width = 0.8 / len(work["ks"])
-    for index, k in enumerate(work["ks"]):
-        rows = [next(r for r in results["summary"] if r["draft"] == name and r["k"] == k) for name in DRAFTS]
-        xs = [i + index * width for i in range(len(DRAFTS))]
-        speed_ax.bar(xs, [r["speedup"] for r in rows], width=width, color=f"C{index}", label=f"k = {k}")
-        speed_ax.scatter(xs, [r["predicted"] for r in rows], marker="_", s=200, color="black", zorder=3,
-                         label=text("predicted", "预测") if index == 0 else None)
-    speed_ax.axhline(1, color="gray", linewidth=1)
-    speed_ax.set_xticks([i + width * (len(work["ks"]) - 1) / 2 for i in range(len(DRAFTS))],
-                        [NAMES[name][language == "zh"] for name in DRAFTS], fontsize=8)
-    speed_ax.set(ylabel=text("speed-up over plain decoding", "相对普通解码的加速比"),
-                 title=text("greedy speculative decoding, same tokens", "贪心投机解码（输出相同）"))
-    speed_ax.legend(fontsize=8)
+    plot_costs(cost_ax, results)  # the lesson's own panels (explorers/lesson18.py), side by side
+    plot_speedups(speed_ax, results)
     env = results["environment"]
     figure.suptitle(text(f"SmolLM2-135M, float32, batch 1; {env['cpu']}, {env['threads']} threads, torch {env['torch']}",
                          f"SmolLM2-135M，float32，批大小 1；{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}"))
