@@ -79,6 +79,24 @@ def test_the_bfloat16_path_multiplies_by_the_same_weights(file):
     torch.testing.assert_close(layer(x.float()), found, rtol=0, atol=0)  # float32 in, the same kernel, float32 out
 
 
+def test_without_vectorized_kernels_a_float32_copy_of_the_same_weights_is_used(file, monkeypatch):
+    codes, d, m = q4_1_blocks(file.blocks(TENSORS[0]))
+    fast = Q4Linear(codes, d, m)
+    assert fast.float_copy is None  # this host has AVX2 (make test runs under avx2)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    scalar = Q4Linear(codes, d, m)
+    # the copy holds the weights the kernel multiplies by (the kernel applied to the identity): float32 sums of the same terms
+    torch.testing.assert_close(scalar.float_copy, fast.dequantized(), rtol=1e-6, atol=1e-7)
+    x = torch.randn(3, fast.in_features)
+    expected = x @ fast.dequantized().T
+    torch.testing.assert_close(scalar(x), expected, rtol=1e-5, atol=1e-4)  # float32 throughout
+    found = fast(x)  # activations rounded to bfloat16 on the kernel's path
+    assert ((found - expected).abs() <= 4 * UNIT * expected.abs().max()).all()
+    assert sum(b.numel() * b.element_size() for b in scalar.buffers()) == sum(
+        b.numel() * b.element_size() for b in fast.buffers())  # the copy is not counted as the format's bytes
+
+
 def test_bytes_match_the_files_blocks(smollm2, file, q4):
     model, _ = smollm2
     block_bytes = sum(tensor_bytes(e) for e in file.tensors.values() if e.kind == gguf.GGMLQuantizationType.Q4_1)

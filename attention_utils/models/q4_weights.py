@@ -8,6 +8,11 @@ the file's codes are repacked as they are, and only d and m + 8·d are rounded, 
 kernel's vectorized path takes bfloat16 activations and scales; float32 ones take a scalar path,
 measured 15× slower on an AVX2 host). A matrix then takes 20 bytes per 32 weights, as in the file.
 
+Where torch's x86 kernels are not vectorized (a CPU without AVX2, or ATEN_CPU_CAPABILITY=default),
+the int4 kernel runs scalar code, measured 57× slower than with AVX2 here (a 32-token pass of the model:
+38 s). There each layer multiplies by a float32 copy of the same weights, made once from the codes:
+the same numbers, four times the bytes of bfloat16; `int4_kernel_runs()` says which path a layer takes.
+
 The embedding table, which doubles as the output layer, is Q8_0 in the file (per 32 weights one
 float16 scale and 32 int8 codes). torch's int8 kernel (`torch._weight_int8pack_mm`) has one scale
 per row and cannot hold a scale per 32 weights without rounding the codes again, so the table is
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import os
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +39,12 @@ BLOCK_BYTES = 20  # a Q4_1 block: float16 d, float16 m, 16 bytes holding 32 code
 Q4_1 = 3  # GGML's number for Q4_1
 CENTRE = 8  # the int4 kernel subtracts 8 from each code before scaling
 COMPUTE = (torch.float32, torch.bfloat16)
+
+
+def int4_kernel_runs() -> bool:
+    """Whether Q4Linear multiplies through torch's int4 kernel here: not on x86 without vectorized kernels (57× slower)."""
+    scalar_x86 = platform.machine().lower() in ("x86_64", "amd64") and torch.backends.cpu.get_cpu_capability() == "DEFAULT"
+    return not scalar_x86
 
 
 def q4_1_blocks(raw: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -65,6 +77,7 @@ class Q4Linear(nn.Module):
         zero = m + CENTRE * d  # in float32, then rounded once to bfloat16 with d
         # (in / 32, out, 2): for each group of 32 inputs and each output row, (scale, zero)
         self.register_buffer("scales_and_zeros", torch.stack([d, zero], dim=-1).transpose(0, 1).contiguous().bfloat16())
+        self.float_copy = None if int4_kernel_runs() else self._weights_from(codes)  # not a buffer: not the format's bytes
 
     @property
     def weight(self) -> torch.Tensor:
@@ -76,12 +89,19 @@ class Q4Linear(nn.Module):
         identity = torch.eye(self.in_features, device=self.packed.device)
         return torch.ops.aten._weight_int4pack_mm_for_cpu(identity, self.packed, GROUP, self.scales_and_zeros.float()).T
 
+    def _weights_from(self, codes: torch.Tensor) -> torch.Tensor:
+        """(q − 8)·scale + zero in float32, (out, in), from the codes and the rounded scales the kernel reads."""
+        scale, zero = self.scales_and_zeros.float().repeat_interleave(GROUP, dim=0).unbind(-1)  # (in, out) each
+        return (codes.float() - CENTRE) * scale.T + zero.T
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., in) times the 4-bit weights, in x's dtype: the int4 kernel reads the packed codes with x in bfloat16."""
         if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE or x.dim() == 0 or x.shape[-1] != self.in_features:
             raise (TypeError if not isinstance(x, torch.Tensor) or x.dtype not in COMPUTE else ValueError)(bilingual(
                 f"x must be a float32 or bfloat16 tensor (..., {self.in_features}), got {shown(x)}.",
                 f"x 必须是 float32 或 bfloat16 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
+        if self.float_copy is not None:  # no vectorized int4 kernel on this CPU: the float32 copy (module docstring)
+            return nn.functional.linear(x.float(), self.float_copy).to(x.dtype)
         flat = x.reshape(-1, self.in_features).to(torch.bfloat16)  # the kernel's vectorized path wants bfloat16
         out = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_and_zeros)
         return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
