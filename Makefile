@@ -93,12 +93,12 @@ lab-reset: $(STAMP) ## take the newest version of one lesson into my-lessons/ (L
 	  { echo "Say which copy and lesson: make lab-reset LANGUAGE=zh LESSON=03 · 请指明语言和课程：make lab-reset LANGUAGE=zh LESSON=03"; exit 2; }
 	$(BIN)/python -m attention_utils.course.my_lessons reset $(LANGUAGE) $(LESSON) $(MY_LESSONS)
 
-# The stored outputs must not depend on the CPU: everything runs on torch's AVX2 kernels, then nbval
-# compares the lessons once more on its plain (default) kernels. torch.compile cannot build kernels
-# under `default`, and its cache does not tell the kernel sets apart, so it gets a folder of its own.
+# The stored outputs must not depend on the CPU: everything runs on torch's AVX2 kernels, and
+# tests/test_default_kernels.py compares each lesson once more on its plain (default) kernels, in a pytest
+# process of its own that the workers schedule like any other check. torch.compile's cache does not tell
+# the kernel sets apart, so each set gets a folder of its own.
 test: $(STAMP) ## run every check: package tests, notebooks (nbval, papermill, two CPU kernel sets), hygiene, browser
 	ATEN_CPU_CAPABILITY=avx2 TORCHINDUCTOR_CACHE_DIR=$(CURDIR)/build/inductor-avx2 $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 notebooks $(PYTEST_ARGS)
 
 notebooks: $(STAMP) ## re-run every lesson on a clean kernel and store its outputs (for authors)
 	$(BIN)/python -m attention_utils.course.publish execute

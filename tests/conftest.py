@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 from lab_server import CHROMIUM  # beside this file
 
@@ -61,11 +62,23 @@ class ChineseRun:
 def chinese_run(tmp_path_factory) -> ChineseRun:
     """Every lesson run once in Chinese in JupyterLab in Chromium (tests/lab_run.py), in a network namespace with
     only loopback where root and unshare allow it. The browser test, the offline test and the classroom builds
-    share this one run (the root conftest.py sends their files to one worker)."""
+    share this one run, even from different workers: the first to ask makes it under a lock, in the folder the
+    workers share, and the others read its record (the root conftest.py starts the browser test first)."""
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's chromium (.ci/run installs it)")
     pytest.importorskip("playwright.sync_api")
-    out = tmp_path_factory.mktemp("chinese-run")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # popen-gwN/.. is the run's own folder
+    record = shared / "chinese-run.json"
+    with FileLock(shared / "chinese-run.lock"):
+        if not record.exists():
+            record.write_text(json.dumps(_run_series_in_chinese(shared / "chinese-run")), encoding="utf-8")
+    fields = json.loads(record.read_text(encoding="utf-8"))
+    return ChineseRun(**{**fields, "folder": Path(fields["folder"])})
+
+
+def _run_series_in_chinese(out: Path) -> dict:
+    """Run tests/lab_run.py into out/series, cut off from the network where it can be; ChineseRun's fields as JSON."""
     can_cut = os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip")
     run = f".venv/bin/python tests/lab_run.py {out / 'series'}"
     command = (["unshare", "--net", "sh", "-c", f'ip link set lo up && .venv/bin/python -c "{NO_NETWORK_PROOF}" && {run}']
@@ -74,8 +87,8 @@ def chinese_run(tmp_path_factory) -> ChineseRun:
     outcomes = out / "series" / "outcomes.json"
     problems = ({name: o["problem"] for name, o in json.loads(outcomes.read_text(encoding="utf-8")).items()}
                 if outcomes.exists() else {})
-    return ChineseRun(out / "series" / "notebooks", bool(can_cut), result.returncode, result.stdout + result.stderr,
-                      problems)
+    return {"folder": str(out / "series" / "notebooks"), "offline": bool(can_cut), "returncode": result.returncode,
+            "output": result.stdout + result.stderr, "problems": problems}
 
 
 @pytest.fixture(scope="session")

@@ -70,35 +70,42 @@ def load_root_conftest():
 
 
 def test_costly_fixtures_are_shared_by_one_worker():
-    """`make test` runs two workers; conftest.py sends every file that uses a costly session fixture (the Chinese
-    run of the series, transformers' model) to the same one, so it is built once. A new file using one must join."""
+    """`make test` runs two workers; conftest.py sends every file that uses transformers' model to the same one, so it
+    is built once, and the Chinese run is shared between workers (tests/conftest.py). A new file using one must join."""
     root_conftest = load_root_conftest()
     for fixture, files in root_conftest.SHARED_FIXTURES.items():
         asks_for_it = re.compile(rf"^def \w+\([^)]*\b{fixture}\b", re.MULTILINE)
         users = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
                        if asks_for_it.search(path.read_text(encoding="utf-8")))
         assert users == sorted(files), fixture
+    assert set(root_conftest.CHINESE_RUN_READERS) | {"tests/test_browser.py"} == set(root_conftest.SHARED_FIXTURES["chinese_run"])
     split = root_conftest.ByFileSharingFixtures._split_scope
-    assert split(None, "tests/test_site.py::test_x[en]") == split(None, "tests/test_offline.py::test_y")
     assert split(None, "tests/test_llama.py::test_x") == split(None, "tests/test_batched_generation.py::test_y")
     assert split(None, "tests/test_llama.py::test_x") != split(None, "tests/test_site.py::test_x[en]")
+    assert split(None, "tests/test_site.py::test_x[en]") == split(None, "tests/test_site.py::test_y[zh]")
     assert split(None, "notebooks/01_dot_products.ipynb::Cell 3") == "notebooks/01_dot_products.ipynb"
+    plain = "tests/test_default_kernels.py::test_z"
+    assert split(None, f"{plain}[01_dot_products]") != split(None, f"{plain}[02_vectors_in_3d]")  # a unit per lesson
 
 
 def test_the_longest_units_start_first():
-    """The browser test, the Chinese run, the long test files, the lessons from the last; a lesson's cells keep their order."""
+    """The browser test, the long test files, the lessons from the last with their plain-kernel checks (the Chinese
+    run's readers after lesson 15), the rest; a lesson's cells keep their order."""
     root_conftest = load_root_conftest()
     collected = ["notebooks/01_dot_products.ipynb::Cell 0", "notebooks/01_dot_products.ipynb::Cell 1",
                  "notebooks/16_fixed_size_memory.ipynb::Cell 0", "tests/test_ci_workflow.py::test_a",
                  "tests/test_browser.py::test_b[01]", "tests/test_offline.py::test_c", "tests/test_site.py::test_d",
-                 "tests/test_lab.py::test_e", "notebooks/16_fixed_size_memory.ipynb::Cell 1",
+                 "tests/test_default_kernels.py::test_g[01_dot_products]", "tests/test_lab.py::test_e",
+                 "tests/test_default_kernels.py::test_g[16_fixed_size_memory]",
+                 "notebooks/16_fixed_size_memory.ipynb::Cell 1", "notebooks/15_shrinking_the_kv_cache.ipynb::Cell 0",
                  "tests/test_pip_path.py::test_f", "tests/test_browser.py::test_b[02]"]
     items = [SimpleNamespace(nodeid=nodeid) for nodeid in collected]
     root_conftest.pytest_collection_modifyitems(None, items)
     assert [item.nodeid for item in items] == [
-        "tests/test_browser.py::test_b[01]", "tests/test_browser.py::test_b[02]", "tests/test_offline.py::test_c",
-        "tests/test_site.py::test_d", "tests/test_pip_path.py::test_f", "tests/test_lab.py::test_e",
-        "notebooks/16_fixed_size_memory.ipynb::Cell 0", "notebooks/16_fixed_size_memory.ipynb::Cell 1",
+        "tests/test_browser.py::test_b[01]", "tests/test_browser.py::test_b[02]", "tests/test_pip_path.py::test_f",
+        "tests/test_lab.py::test_e", "notebooks/16_fixed_size_memory.ipynb::Cell 0",
+        "tests/test_default_kernels.py::test_g[16_fixed_size_memory]", "notebooks/16_fixed_size_memory.ipynb::Cell 1",
+        "notebooks/15_shrinking_the_kv_cache.ipynb::Cell 0", "tests/test_offline.py::test_c", "tests/test_site.py::test_d",
         "notebooks/01_dot_products.ipynb::Cell 0", "notebooks/01_dot_products.ipynb::Cell 1",
-        "tests/test_ci_workflow.py::test_a"]
+        "tests/test_default_kernels.py::test_g[01_dot_products]", "tests/test_ci_workflow.py::test_a"]
     assert all((ROOT / file).is_file() for file in root_conftest.LONG_FILES)
