@@ -37,7 +37,7 @@ def test_a_variant_in_another_format_is_a_converted_copy(smollm2):
     model = smollm2[0]
     int8 = model_decode.load_model(model_decode.ModelVariant(weights="int8"), model)
     assert model_decode.weight_bytes(model) == WEIGHT_BYTES  # the float32 model is left as it was
-    assert int8 is not model and not isinstance(int8.blocks[0].feed_forward.up, torch.nn.Linear)
+    assert int8 is not model and not isinstance(int8.blocks[0].feed_forward.gate_up, torch.nn.Linear)
 
 
 def test_calls_alternate_and_every_call_is_timed():

@@ -105,7 +105,7 @@ def test_bytes_match_the_files_blocks(smollm2, file, q4):
     c = model.config
     norms = (2 * c.num_layers + 1) * c.d_model
     assert weight_bytes(q4) == block_bytes + 2 * c.vocab_size * c.d_model + 4 * norms  # bfloat16 table, float32 norms
-    assert isinstance(model.blocks[0].feed_forward.up, nn.Linear), "the original model must stay float32"
+    assert isinstance(model.blocks[0].feed_forward.gate_up, nn.Linear), "the original model must stay float32"
 
 
 def test_logits_against_float32(smollm2, q4):

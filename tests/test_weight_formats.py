@@ -95,7 +95,7 @@ def test_int8_model_equals_its_dequantized_float32_copy(smollm2):
     with torch.no_grad():
         largest = (int8(ids) - dequantized(int8)(ids)).abs().max().item()
     assert largest < 1e-3
-    assert isinstance(model.blocks[0].feed_forward.up, nn.Linear), "the original model must stay float32"
+    assert isinstance(model.blocks[0].feed_forward.gate_up, nn.Linear), "the original model must stay float32"
     assert model.token_embedding.weight.dtype == torch.float32
 
 

@@ -3,6 +3,7 @@
 Each of its 30 blocks does two things, each added back to its input (a residual connection):
     x = x + attention(rms_norm(x))        # tokens read from earlier tokens: causal, rotary, 9 query heads, 3 key/value heads
     x = x + feed_forward(rms_norm(x))     # each token alone: SwiGLU, down(silu(gate(x)) * up(x))
+                                          # (gate and up stored as one matrix, like the attention's QKV)
 Then a last RMSNorm, and the scores of the next token: a dot product with every token's embedding
 (the input embedding table doubles as the output layer; the two are "tied").
 
@@ -95,16 +96,21 @@ class RMSNorm(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    """The feed-forward layer: a gate (silu) multiplies a second projection, then one projection back to d_model."""
+    """The feed-forward layer: a gate (silu) multiplies a second projection, then one projection back to d_model.
+
+    The gate and up matrices are one matrix, their rows stacked (as the attention's query, key and value
+    are one QKV matrix): one matrix product for both, whose output splits into gate(x) and up(x).
+    """
 
     def __init__(self, d_model: int, d_ff: int) -> None:
         super().__init__()
-        self.gate = nn.Linear(d_model, d_ff, bias=False)
-        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.gate_up = nn.Linear(d_model, 2 * d_ff, bias=False)  # rows: the gate's d_ff, then the up projection's d_ff
         self.down = nn.Linear(d_ff, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
+        """down(silu(gate(x)) * up(x)), with gate(x) and up(x) the two halves of one product."""
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(nn.functional.silu(gate) * up)
 
 
 class DecoderBlock(nn.Module):
@@ -272,14 +278,16 @@ class LlamaModel(nn.Module):
 
 
 def gguf_names(num_layers: int) -> dict[str, list[str]]:
-    """Each of the model's weights and the file's tensors it is made of, stacked by rows (QKV: query, key, value)."""
+    """Each of the model's weights and the file's tensors it is made of, stacked by rows (QKV: query, key, value; gate, up)."""
     names = {"token_embedding.weight": ["token_embd.weight"], "final_norm.weight": ["output_norm.weight"]}
     parts = {"attention_norm": "attn_norm", "attention.out_proj": "attn_output", "feed_forward_norm": "ffn_norm",
-             "feed_forward.gate": "ffn_gate", "feed_forward.up": "ffn_up", "feed_forward.down": "ffn_down"}
+             "feed_forward.down": "ffn_down"}
     for i in range(num_layers):
         names.update({f"blocks.{i}.{ours}.weight": [f"blk.{i}.{theirs}.weight"] for ours, theirs in parts.items()})
         # one QKV projection: the rows of the query, key and value matrices stacked; Llama has no biases
         names[f"blocks.{i}.attention.qkv.weight"] = [f"blk.{i}.attn_{part}.weight" for part in "qkv"]
+        # one gate-and-up projection: the gate's rows, then the up projection's
+        names[f"blocks.{i}.feed_forward.gate_up.weight"] = [f"blk.{i}.ffn_{part}.weight" for part in ("gate", "up")]
     return names
 
 

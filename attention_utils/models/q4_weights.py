@@ -110,8 +110,8 @@ class Q4Linear(nn.Module):
 def to_q4(model: LlamaModel, file: GGUFFile | str | os.PathLike | None = None) -> LlamaModel:
     """A copy of `model` whose block matrices are its file's Q4_1 blocks (Q4Linear) and whose table is bfloat16.
 
-    Each feed-forward layer's gate and up matrices become one (Q4FeedForward), as the attention's
-    query, key and value matrices already are: one kernel call instead of two.
+    Each of the model's matrices becomes one Q4Linear, so the stacked ones (QKV, and the feed-forward's
+    gate and up) stay one kernel call each.
 
     It computes in float32 between the matrix products: on an AVX2 CPU torch's attention kernel took
     4× longer in bfloat16 than in float32 for one new token against 128 cached ones.
@@ -138,26 +138,10 @@ def to_q4(model: LlamaModel, file: GGUFFile | str | os.PathLike | None = None) -
         codes, d, m = (torch.cat(parts) for parts in zip(*(_blocks(file, name) for name in theirs)))
         _check_same(weights[ours], codes, d, m, theirs, file.path)
         read[path] = codes, d, m
-    for i, block in enumerate(converted.blocks):
-        layer = {path.split(".", 2)[2]: blocks for path, blocks in read.items() if path.startswith(f"blocks.{i}.")}
-        block.attention.qkv = Q4Linear(*layer["attention.qkv"])
-        block.attention.out_proj = Q4Linear(*layer["attention.out_proj"])
-        gate_up = [torch.cat(pair) for pair in zip(layer["feed_forward.gate"], layer["feed_forward.up"])]
-        block.feed_forward = Q4FeedForward(Q4Linear(*gate_up), Q4Linear(*layer["feed_forward.down"]))
+    for path, (codes, d, m) in read.items():  # every block matrix, after all were checked
+        parent, _, name = path.rpartition(".")
+        setattr(converted.get_submodule(parent), name, Q4Linear(codes, d, m))
     return converted.eval().requires_grad_(False)
-
-
-class Q4FeedForward(nn.Module):
-    """SwiGLU with its gate and up projections as one 4-bit matrix (their rows stacked): one kernel call, not two."""
-
-    def __init__(self, gate_up: Q4Linear, down: Q4Linear) -> None:
-        super().__init__()
-        self.gate_up, self.down = gate_up, down
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """down(silu(gate(x)) * up(x)), with gate(x) and up(x) the two halves of one product."""
-        gate, up = self.gate_up(x).chunk(2, dim=-1)
-        return self.down(nn.functional.silu(gate) * up)
 
 
 def _blocks(file: GGUFFile, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
