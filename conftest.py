@@ -4,8 +4,8 @@ A lesson's cells share one kernel and must run in order, and a test file's modul
 build twice, so each file goes whole to one worker. Files that share transformers' reading of lesson 13's
 model (`transformers_smollm2`) go to one worker together, so that it is built once. The one Chinese run of
 the series (`chinese_run`: every lesson run in JupyterLab in Chromium) is made by the browser test, which
-starts first; the offline and classroom-build tests that read it start last, on whichever worker is free,
-by when it is done (tests/conftest.py shares it between workers). Each lesson's check on torch's plain
+starts first; the offline and classroom-build tests that read it start after lesson 15, on whichever worker
+is free, by when it is done (tests/conftest.py shares it between workers). Each lesson's check on torch's plain
 kernels (tests/test_default_kernels.py, its own pytest process) is a unit of its own. Between them the
 longest units start first (the test files of a minute or more, then the lessons and their plain-kernel
 checks from the last), so that no worker is left with a long unit at the end while the other waits.
