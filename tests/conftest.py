@@ -93,7 +93,7 @@ def _run_series_in_chinese(out: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """Lesson 13's model and tokenizer, loaded once for all the tests that need them (about 4 s each time)."""
+    """Lesson 13's model and tokenizer, loaded once for all the tests that need them (a few seconds each time)."""
     from attention_utils.models.llama import load_smollm2
 
     return load_smollm2()

@@ -22,7 +22,8 @@ from attention_utils.course.bench.model_formats import quality
 from attention_utils.inference.held_out import HELD_OUT_TEXT
 from attention_utils.inference.weight_formats import weight_bytes
 from attention_utils.models.gguf_file import read_gguf, tensor_bytes
-from attention_utils.models.q4_weights import Q4Linear, q4_1_blocks, to_q4
+from attention_utils.models.block_formats import q4_1_blocks
+from attention_utils.models.q4_weights import Q4Linear, to_q4
 from contract_helpers import assert_contract_error
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -5,8 +5,8 @@ A GGUF file (the format of llama.cpp) is three parts in a row:
 2. a table of tensors: name, shape, number format and where its bytes start;
 3. the bytes of every tensor, most of them quantized: Q4_1 stores blocks of 32 weights as 4-bit
    integers with one scale and one minimum each, so a weight is scale * q + minimum.
-The header and the table are read here with `struct`; the `gguf` package (pure Python and numpy)
-turns the quantized blocks back into float32 numbers. A file is read as untrusted: every count and
+The header and the table are read here with `struct`; the quantized blocks are turned back into float32
+numbers by `block_formats` (Q4_1 and Q8_0, in torch) or by the `gguf` package (any other format). A file is read as untrusted: every count and
 length is checked against the bytes left before anything is read or allocated, and every tensor's
 bytes must lie inside the file, so a cut download or a damaged byte gets an error that names the
 byte and the field instead of a crash deep inside `struct` or numpy. A tensor's bytes are read through
@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from ..checks import bilingual, shown
+from .block_formats import dequantize
 from .model_package import MODEL_FILE, REINSTALL, find_model_file
 
 MAGIC = b"GGUF"
@@ -124,6 +125,9 @@ class GGUFFile:
         import gguf.quants
 
         raw, entry = self.blocks(name), self.entry(name)
+        fast = dequantize(raw, entry.kind)  # the model's two block formats, read with torch
+        if fast is not None:
+            return fast.reshape(entry.shape)
         kind = gguf.GGMLQuantizationType(entry.kind)
         try:
             numbers = gguf.quants.dequantize(raw, kind)  # (rows, columns) float32

@@ -261,7 +261,8 @@ class LlamaModel(nn.Module):
         checked against the model's before any is read, so a file of another size is refused whole.
         """
         file = check_file(file, "LlamaModel.from_gguf")
-        model = cls(LlamaConfig.from_gguf(file))
+        with torch.device("meta"):  # shapes only: random starting weights for 135M numbers took seconds, all replaced
+            model = cls(LlamaConfig.from_gguf(file))
         names = gguf_names(model.config.num_layers)
         expected = model.state_dict()
         for ours, theirs in names.items():
@@ -273,7 +274,8 @@ class LlamaModel(nn.Module):
                     f"in its header ask for {tuple(expected[ours].shape)}; the file is damaged or not a model of this kind.",
                     f"{file.path.name}：张量 {' + '.join(theirs)} 的形状是 {' + '.join(map(str, shapes))}，而文件头里的大小"
                     f"要求 {tuple(expected[ours].shape)}；文件已损坏，或者不是这种模型。"))
-        model.load_state_dict({ours: torch.cat([file.tensor(name) for name in theirs]) for ours, theirs in names.items()})
+        model.load_state_dict({ours: torch.cat([file.tensor(name) for name in theirs]) for ours, theirs in names.items()},
+                              assign=True)
         return model.eval().requires_grad_(False)
 
 

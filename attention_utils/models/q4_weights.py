@@ -26,17 +26,14 @@ import os
 import platform
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..checks import bilingual, shown
+from .block_formats import GROUP, Q4_1, q4_1_blocks, q4_1_numbers
 from .gguf_file import GGUFFile, check_file, read_gguf
 from .llama import LlamaConfig, LlamaModel, gguf_names
 
-GROUP = 32  # weights per Q4_1 block, and per group of the int4 kernel
-BLOCK_BYTES = 20  # a Q4_1 block: float16 d, float16 m, 16 bytes holding 32 codes of 4 bits
-Q4_1 = 3  # GGML's number for Q4_1
 CENTRE = 8  # the int4 kernel subtracts 8 from each code before scaling
 COMPUTE = (torch.float32, torch.bfloat16)
 
@@ -45,19 +42,6 @@ def int4_kernel_runs() -> bool:
     """Whether Q4Linear multiplies through torch's int4 kernel here: not on x86 without vectorized kernels (57× slower)."""
     scalar_x86 = platform.machine().lower() in ("x86_64", "amd64") and torch.backends.cpu.get_cpu_capability() == "DEFAULT"
     return not scalar_x86
-
-
-def q4_1_blocks(raw: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Codes (rows, cols) as uint8 0..15, and d and m (rows, cols / 32) as float32, from Q4_1 bytes (rows, bytes per row).
-
-    In a block, byte j holds code j in its low 4 bits and code j + 16 in its high 4 bits.
-    """
-    rows = raw.shape[0]
-    blocks = torch.from_numpy(np.array(raw)).view(rows, -1, BLOCK_BYTES)  # (rows, blocks, 20), copied from the read-only map
-    d, m = (blocks[..., at:at + 2].contiguous().view(torch.float16)[..., 0].float() for at in (0, 2))
-    packed = blocks[..., 4:]  # (rows, blocks, 16)
-    codes = torch.cat([packed & 0x0F, packed >> 4], dim=-1)  # (rows, blocks, 32): codes 0..15, then 16..31
-    return codes.reshape(rows, -1), d, m
 
 
 class Q4Linear(nn.Module):
@@ -157,9 +141,7 @@ def _blocks(file: GGUFFile, name: str) -> tuple[torch.Tensor, torch.Tensor, torc
 def _check_same(weight: torch.Tensor, codes: torch.Tensor, d: torch.Tensor, m: torch.Tensor, names: list[str],
                 path: Path) -> None:
     """Refuse a model whose matrix is not d·q + m of the file's blocks (another file, or weights changed since loading)."""
-    rows, cols = codes.shape
-    blocks = d[..., None] * codes.view(rows, -1, GROUP).float() + m[..., None]  # float32, as gguf computes it
-    if weight.dtype != torch.float32 or not torch.equal(blocks.view(rows, cols), weight):
+    if weight.dtype != torch.float32 or not torch.equal(q4_1_numbers(codes, d, m), weight):
         raise ValueError(bilingual(
             f"The model's weights for {' + '.join(names)} are not the blocks of {path.name}: to_q4 reads the file, so "
             "give it the float32 model as LlamaModel.from_gguf built it from that file.",
