@@ -5,13 +5,14 @@ A GGUF file (the format of llama.cpp) is three parts in a row:
 2. a table of tensors: name, shape, number format and where its bytes start;
 3. the bytes of every tensor, most of them quantized: Q4_1 stores blocks of 32 weights as 4-bit
    integers with one scale and one minimum each, so a weight is scale * q + minimum.
-The header and the table are read here with `struct`; the quantized blocks are turned back into float32
-numbers by `block_formats` (Q4_1 and Q8_0, in torch) or by the `gguf` package (any other format). A file is read as untrusted: every count and
-length is checked against the bytes left before anything is read or allocated, and every tensor's
-bytes must lie inside the file, so a cut download or a damaged byte gets an error that names the
-byte and the field instead of a crash deep inside `struct` or numpy. A tensor's bytes are read through
-a file handle when it is asked for, not through a memory map: a file cut on disk after it was opened
-then gives a short read and a clear error, where a map would kill the process (SIGBUS).
+The header and the table are read here with `struct`; the quantized blocks are turned back into
+float32 numbers by `block_formats` (Q4_1 and Q8_0, in torch) or by the `gguf` package (any other
+format). A file is read as untrusted: every count and length is checked against the bytes left
+before anything is read or allocated, and every tensor's bytes must lie inside the file, so a cut
+download or a damaged byte gets an error that names the byte and the field instead of a crash deep
+inside `struct` or numpy. A tensor's bytes are read through a file handle when it is asked for, not
+through a memory map: a file cut on disk after it was opened then gives a short read and a clear
+error, where a map would kill the process (SIGBUS).
 
 Lesson 13's model file is found by `model_package.find_model_file` (nothing is downloaded).
 """
