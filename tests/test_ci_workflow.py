@@ -74,7 +74,7 @@ def test_costly_fixtures_are_shared_by_one_worker():
     is built once, and the Chinese run is shared between workers (tests/conftest.py). A new file using one must join."""
     root_conftest = load_root_conftest()
     for fixture, files in root_conftest.SHARED_FIXTURES.items():
-        asks_for_it = re.compile(rf"^def \w+\([^)]*\b{fixture}\b", re.MULTILINE)
+        asks_for_it = re.compile(rf"^def \w+\([^)]*\b{fixture}\b|getfixturevalue\(\"{fixture}\"\)", re.MULTILINE)
         users = sorted(f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
                        if asks_for_it.search(path.read_text(encoding="utf-8")))
         assert users == sorted(files), fixture

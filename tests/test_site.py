@@ -106,18 +106,20 @@ def test_static_copy_keeps_figures_drops_controls():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, chinese_run) -> Path:
+def built(tmp_path_factory, request) -> Path:
     """Copies, slides and site of every lesson, in a temporary folder, as `make slides html` makes them.
 
     The Chinese copies come from the series' one run in Chinese (conftest's `chinese_run`, in JupyterLab,
     shared with the browser and offline tests): running a lesson with language="zh" and then keeping its
     Chinese cells gives what `make copies` gives by running the Chinese copy with papermill.
-    SITE_BUILD=build checks what `make slides html` wrote into build/ instead of building anew.
+    SITE_BUILD=build checks what `make slides html` wrote into build/ instead of building anew (and without
+    making the Chinese run, which only the new build reads).
     """
     for kind in ("slides", "html"):
         shutil.rmtree(SCREENSHOTS / kind, ignore_errors=True)
     if os.environ.get("SITE_BUILD"):
         return Path(os.environ["SITE_BUILD"]).resolve()
+    chinese_run = request.getfixturevalue("chinese_run")
     assert chinese_run.returncode == 0, chinese_run.output[-6000:]
     assert len(chinese_run.problems) == len(LESSONS), chinese_run.output[-6000:]
     build = tmp_path_factory.mktemp("build")
