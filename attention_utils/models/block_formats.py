@@ -2,9 +2,9 @@
 
 Both store blocks of 32 weights with a float16 scale d. Turning them into float32 numbers here takes
 the same float32 steps as the `gguf` package's numpy code (a product, then a sum), so the numbers are
-the same bit for bit (tests/test_gguf_file.py compares every tensor of the file); gguf works through
-groups of rows in Python and took about 5 s for the model's 211 matrices, these whole-tensor steps a
-fraction of a second. Other formats are left to gguf.
+the same bit for bit (tests/test_gguf_file.py compares every tensor of the file). gguf works through
+groups of rows in Python; with these whole-tensor steps (and the model built without random weights)
+loading SmolLM2 took 1.0-1.3 s here instead of 2.4-3.7 s. Other formats are left to gguf.
 """
 
 from __future__ import annotations

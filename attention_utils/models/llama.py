@@ -261,7 +261,7 @@ class LlamaModel(nn.Module):
         checked against the model's before any is read, so a file of another size is refused whole.
         """
         file = check_file(file, "LlamaModel.from_gguf")
-        with torch.device("meta"):  # shapes only: random starting weights for 135M numbers took seconds, all replaced
+        with torch.device("meta"):  # shapes only: 135M random starting weights, all replaced, were a large part of the load
             model = cls(LlamaConfig.from_gguf(file))
         names = gguf_names(model.config.num_layers)
         expected = model.state_dict()
