@@ -132,8 +132,11 @@ def seeds_text(language: str, *accuracies: float) -> str:
     ("capacity", "linear", 16, 24), ("capacity", "delta", 8, 4), ("capacity", "delta", 16, 4),
     ("capacity", "window", 8, 4), ("capacity", "hybrid_window", 8, 4), ("capacity", "two_linear", 8, 24),
     ("rebind", "linear", 32, 2), ("rebind", "linear", 32, 8), ("rebind", "softmax", 32, 2),
-    ("cliff", "delta", 8, 2), ("cliff", "delta", 8, 16), ("cliff", "linear", 8, 2), ("cliff", "delta", 4, 16),
-    ("cliff", "linear", 4, 16)])
+    ("rebind", "softmax", 32, 8), ("rebind", "delta", 32, 8),
+    ("cliff", "delta", 16, 2), ("cliff", "delta", 16, 16), ("cliff", "delta", 8, 2), ("cliff", "delta", 8, 16),
+    ("cliff", "linear", 16, 2), ("cliff", "linear", 16, 16),
+    ("boundary", "linear", 8, 2), ("boundary", "linear", 8, 8), ("boundary", "delta", 8, 2), ("boundary", "delta", 8, 8),
+    ("boundary", "gated_delta", 8, 8)])
 def test_lesson16_grid_readings_quote_both_seeds_of_the_saved_grid(fixed_memory, part, model, key_size, pairs):
     """Each sentence that reads a grid cell quotes both seeds as the saved file has them (a re-run grid fails here)."""
     saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_recall.json").read_text(encoding="utf-8"))

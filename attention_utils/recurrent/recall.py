@@ -256,16 +256,17 @@ MODEL_NAMES = {
 
 def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: int, pairs: tuple[int, ...],
                 models: dict[str, tuple[str, ...]] = MODELS, progress: bool | tqdm = True, key_size: int | None = None,
-                batch_size: int = 64, window: int | None = None) -> list[dict]:
+                batch_size: int = 64, window: int | None = None, learning_rate: float = 1e-2) -> list[dict]:
     """Train every model with every seed, then measure held-out recall at each number of pairs; one row per measurement.
 
     key_size is d_k, the size of the queries and keys (d_model when None); the values keep d_model
-    numbers, so a fixed state holds key_size × d_model numbers. batch_size is the training batch; window is the
-    sliding window of every softmax layer (None: all tokens). `progress` is True, False or a tqdm bar that several
+    numbers, so a fixed state holds key_size × d_model numbers. batch_size and learning_rate are training's; window
+    is the sliding window of every softmax layer (None: all tokens). `progress` is True, False or a tqdm bar that several
     grids share (each training step advances it by one).
     """
     _check_grid(task, d_model, seeds, steps, pairs, models, key_size, batch_size)
     window = None if window is None else check_size(window, "window")
+    learning_rate = check_real(learning_rate, "learning_rate", "1e-2", positive=True)
     progress = check_progress(progress)
     rows = []
     bar = progress_bar(progress, len(seeds) * len(models) * steps)
@@ -274,7 +275,7 @@ def recall_grid(task: RecallTask, d_model: int, seeds: tuple[int, ...], steps: i
             for name, kinds in models.items():
                 torch.manual_seed(seed)  # the initial weights
                 model = RecallModel(task.vocab_size, d_model, kinds, key_size=key_size, window=window)
-                train_recall(model, task, steps, seed, batch_size=batch_size, learning_rate=1e-2, progress=bar)
+                train_recall(model, task, steps, seed, batch_size=batch_size, learning_rate=learning_rate, progress=bar)
                 for num_pairs in pairs:
                     length = sequence_length(num_pairs, task.rebind, task.boundary)
                     rows.append({"model": name, "seed": seed, "pairs": num_pairs, "key_size": model.layers[0].key_size,

@@ -58,7 +58,7 @@ def recurrent_markdown(results: dict) -> str:
         f"由 `make bench` 于 {env['date']} 生成：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
         f"一个注意力层，d_model {work['d_model']}，{work['num_heads']} 个头，每头 {head_dim} 维，批大小 1，float32，权重随机。"
         "对每个上下文长度 T，在一个全新的进程里用同样的 T 个词元填好 KV 缓存（softmax 注意力）和每个头的状态（线性注意力、delta 规则），"
-        f"再轮流给三个层各计时 {work['calls']} 步解码。表中时间是每个新词元耗时的中位数（毫秒），内存是层在两个词元之间保存的数据。",
+        f"再轮流给三个层各计时 {work['calls']} 步解码。表中时间是每个新词元耗时的中位数（毫秒），内存是层在两步解码之间保存的数据。",
         "",
         *markdown_table(results),
         "",
@@ -117,7 +117,7 @@ def plot_recurrent(results: dict, folder: Path, language: str) -> Path:
                       label=text(f"crossover, T = {found['memory']:,.0f}", f"交叉点，T = {found['memory']:,.0f}"))
     time_ax.set(title=text("time of one decode step", "一步解码的耗时"), ylabel=text("ms per token", "毫秒 / 词元"),
                 yscale="log")
-    memory_ax.set(title=text("memory kept between tokens", "两个词元之间保存的内存"), ylabel="MiB", yscale="log")
+    memory_ax.set(title=text("memory kept between tokens", "两步解码之间保存的内存"), ylabel="MiB", yscale="log")
     for ax in (time_ax, memory_ax):
         ax.set_xscale("log")
         ax.set_xlabel(text("tokens in the context T", "上下文中的词元数 T"))
@@ -128,7 +128,7 @@ def plot_recurrent(results: dict, folder: Path, language: str) -> Path:
     env, work = results["environment"], results["workload"]
     figure.suptitle(text(
         f"One layer, d_model {work['d_model']}, {work['num_heads']} heads, batch 1; {threads_en(env)}, torch {env['torch']}",
-        f"一个层，d_model {work['d_model']}，{work['num_heads']} 个头，批大小 1；{env['threads']} 个线程，torch {env['torch']}",
+        f"单层，d_model {work['d_model']}，{work['num_heads']} 个头，批大小 1；{env['threads']} 个线程，torch {env['torch']}",
     ))
     path = folder / f"bench_recurrent_{language}.png"
     figure.savefig(path, dpi=110)
