@@ -83,10 +83,10 @@ def test_the_recall_grid_saves_a_row_per_seed_and_keeps_other_parts(tmp_path):
     assert [row for row in again["rows"] if row["part"] == "capacity"] == window  # kept, not trained again
 
 
-def test_the_saved_recall_grid_has_both_seeds_for_every_run():
+def test_the_saved_recall_grid_has_every_seed_for_every_run():
     saved = results.load_saved(results.SAVED_RECALL)
     work = saved["workload"]
-    assert work["seeds"] == list(recall_grid.RECALL_FULL.seeds) and len(work["seeds"]) == 2
+    assert work["seeds"] == list(recall_grid.RECALL_FULL.seeds) and len(work["seeds"]) >= 2
     for run in work["runs"]:
         rows = [row for row in saved["rows"] if row["part"] == run["part"] and row["model"] == run["name"]
                 and row["key_size"] == run["key_size"]]

@@ -124,7 +124,10 @@ def test_lesson16_thread_count_is_the_saved_one(fixed_memory):
 
 
 def seeds_text(language: str, *accuracies: float) -> str:
-    return (" 和 " if language == "zh" else " and ").join(f"{a:.2f}" for a in accuracies)
+    """'a, b, c and d' (Chinese: 'a、b、c 和 d'), the way the text lists one number per seed."""
+    shown = [f"{a:.2f}" for a in accuracies]
+    comma, last = ("、", " 和 ") if language == "zh" else (", ", " and ")
+    return comma.join(shown[:-1]) + last + shown[-1]
 
 
 @pytest.mark.parametrize("part, model, key_size, pairs", [
@@ -138,11 +141,11 @@ def seeds_text(language: str, *accuracies: float) -> str:
     ("boundary", "linear", 8, 2), ("boundary", "linear", 8, 8), ("boundary", "delta", 8, 2), ("boundary", "delta", 8, 8),
     ("boundary", "gated_delta", 8, 8)])
 def test_lesson16_grid_readings_quote_both_seeds_of_the_saved_grid(fixed_memory, part, model, key_size, pairs):
-    """Each sentence that reads a grid cell quotes both seeds as the saved file has them (a re-run grid fails here)."""
+    """Each sentence that reads a grid cell quotes every seed as the saved file has them (a re-run grid fails here)."""
     saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_recall.json").read_text(encoding="utf-8"))
     found = [row["accuracy"] for row in sorted(saved["rows"], key=lambda r: r["seed"]) if row["part"] == part
              and row["model"] == model and row["key_size"] == key_size and row["pairs"] == pairs]
-    assert len(found) == 2
+    assert len(found) == 4
     for language in ("en", "zh"):
         assert seeds_text(language, *found) in prose(fixed_memory, language), (language, found)
 

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only lesson 16's decode step, KV cache against a fixed state, into figures/bench_recurrent.json "
                              "(with --quick: build/bench/quick/)")
     parser.add_argument("--recall", action="store_true",
-                        help="only lesson 16's recall grid (small models trained on one core, minutes each) into "
+                        help="only lesson 16's recall grid (80 small models trained on one core, half a minute each) into "
                              "figures/bench_recall.json (with --quick: build/bench/quick/)")
     parser.add_argument("--part", action="append", choices=sorted(RECALL_FULL.tasks), default=[],
                         help="with --recall: train only this part of the grid (repeatable); the other parts' rows stay")
