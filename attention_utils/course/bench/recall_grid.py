@@ -10,8 +10,9 @@ Four parts, each a RecallTask and a set of models (d_model 32, one head):
 - boundary: an earlier document of other pairs before a boundary token (the gate's forgetting), 16 keys in d_k = 8,
   so the two documents together can hold twice as many keys as the state has directions.
 Every model trains 1,600 steps at a peak learning rate of 3e-3: at 400 steps and 1e-2 the delta rule stayed on a
-plateau with more seeds, and 3,200 steps lowered held-out recall; one seed in four still stalls on rebind and
-boundary, which is why the lesson reads an ordering only where the seeds agree. 13-38 s per model on one core, 31 minutes in all.
+plateau with more of the seeds, and 3,200 steps lowered held-out recall. One seed in four still stalls on rebind
+and boundary, which is why the lesson reads an ordering only where the seeds agree. 13-38 s per model on one core,
+31 minutes in all.
 """
 
 from __future__ import annotations
