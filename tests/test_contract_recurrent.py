@@ -203,7 +203,8 @@ def test_training_refuses_what_is_not_its_model_task_or_progress():
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # refused before the first step
 
 
-@pytest.mark.parametrize("name, bad", [("pairs", (0,)), ("pairs", (9,)), ("seeds", 5), ("models", {})], ids=label)
+@pytest.mark.parametrize("name, bad", [("pairs", (0,)), ("pairs", (9,)), ("seeds", 5), ("models", {}),
+                                       ("learning_rate", 0.0), ("learning_rate", "3e-3")], ids=label)
 def test_recall_grid_refuses_before_it_trains(monkeypatch, name, bad):
     monkeypatch.setattr(recall, "train_recall", lambda *args, **kwargs: pytest.fail("trained before refusing"))
     arguments = dict(task=RecallTask(num_keys=8, most_pairs=2), d_model=8, seeds=(0,), steps=2, pairs=(1,),
