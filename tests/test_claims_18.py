@@ -7,6 +7,7 @@ come from `make bench BENCH_ARGS=--speculative`; a rerun with other numbers fail
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -69,4 +70,24 @@ def test_section_3_reads_the_saved_run(speculative, saved):
     assert max(r["alpha"] for r in early) < min(r["alpha"] for r in rows if r["draft"] != "early exit")
     assert all(r["same"] for r in rows)
     for language, words in (("en", "early exit was slower than the model alone"), ("zh", "提前退出比模型单独解码还慢")):
+        assert words in prose(speculative, language)
+
+
+def test_the_few_row_products_read_as_the_stored_table_shows(speculative):
+    """Section 1: 'where x @ W.T grows with the rows much faster than (W @ x.T).T ... On the machine that stored this
+    lesson it was so'; the summary: 'part of the gap was the kernel torch picks for a few rows'."""
+    out = stored_text(speculative)
+    rows = {int(r): (float(right), float(left))
+            for r, right, left in re.findall(r"^\s*(\d)\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)$", out, re.MULTILINE)}
+    assert sorted(rows) == [1, 2, 3, 5] and rows[1] == (1.0, 1.0)
+    assert all(right > 1.5 for right, _ in (rows[2], rows[3]))  # x @ W.T grows with the rows
+    assert all(left < 1.3 for _, left in (rows[2], rows[3]))  # (W @ x.T).T stays near one row's time
+    assert all(left < right for right, left in rows.values() if right > 1)
+    differ = float(printed(r"matrices, \d+ threads; the two ways differ by at most ([\d.e+-]+) on two rows", out)[1])
+    assert differ < 1e-4  # the same numbers, up to float32 rounding
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")  # its class note quotes row 2
+    assert f"two rows took {rows[2][0]:.2f}× one row the first way and {rows[2][1]:.2f}× the second" in readme
+    for language, words in (("en", "On the machine that stored this lesson it was so"), ("zh", "保存本课输出的那台机器上正是这样"),
+                            ("en", "part of the gap was the kernel torch picks for a few rows"),
+                            ("zh", "差距有一部分来自 torch 为少数几行挑选的内核")):
         assert words in prose(speculative, language)
