@@ -182,3 +182,27 @@ def test_token_ids_are_checked(ours, bad, error):
 @pytest.mark.parametrize("bad", [None, "tokenizer", lambda text: [1, 2]])
 def test_model_inputs_needs_the_tokenizer(bad):
     assert_contract_error(lambda: model_inputs(bad, "The capital"), "tokenizer", kind=TypeError)
+
+
+def test_a_new_model_starts_its_table_as_nn_embedding_does():
+    """LlamaModel draws its embedding table with randn (see __init__): the same numbers nn.Embedding's own start draws."""
+    from attention_utils.models.llama import LlamaConfig
+
+    config = LlamaConfig(vocab_size=50, d_model=8, num_layers=1, num_heads=2, num_kv_heads=1, d_ff=16,
+                         context_length=16, rotary_base=10000.0, norm_eps=1e-5)
+    torch.manual_seed(7)
+    table = LlamaModel(config).token_embedding
+    torch.manual_seed(7)
+    assert torch.equal(table.weight, torch.nn.Embedding(50, 8).weight)
+    assert table.weight.requires_grad
+
+
+def test_loading_the_model_does_not_import_the_compiler():
+    """from_gguf builds its shapes on the meta device; an init that imports torch._dynamo there cost 2.5 s of a 4.5 s load."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from attention_utils.models.llama import load_smollm2; load_smollm2(); "
+            "print('torch._dynamo' in sys.modules)")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert found.stdout.strip() == "False", found.stdout + found.stderr[-2000:]

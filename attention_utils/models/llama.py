@@ -153,7 +153,9 @@ class LlamaModel(nn.Module):
         check_size(config.num_layers, "num_layers", maximum=MAX_LAYERS)
         check_real(config.norm_eps, "norm_eps", "1e-05", True)
         self.config = config
-        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
+        # N(0, 1) drawn by randn, the same numbers nn.Embedding's own start draws; under from_gguf's meta device its
+        # normal_() would import torch's compiler (2.5 s of a 4.5 s load) to make a tensor that holds nothing
+        self.token_embedding = nn.Embedding.from_pretrained(torch.randn(config.vocab_size, config.d_model), freeze=False)
         self.blocks = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
 
