@@ -21,16 +21,18 @@ WEIGHT_BYTES = 134_515_008 * 4
 PER_TOKEN = 2 * 30 * 3 * 64 * 4  # keys and values, 30 layers, 3 key/value heads of 64, float32
 
 
-def test_one_length_is_timed_both_ways_and_counted_by_hand(smollm2):
+def test_every_length_is_timed_both_ways_and_counted_by_hand(smollm2):
     model = smollm2[0]
     torch.set_num_threads(1)
     with torch.inference_mode():
-        row = model_decode.measure_length(model, model_decode.ModelVariant(), length=8, calls=2)
-    assert row["weight_bytes"] == WEIGHT_BYTES
-    assert row["cache_bytes"] == row["formula_cache_bytes"] == 8 * PER_TOKEN
-    assert row["prefill_ms"] > 0 and row["decode_ms"] > 0
-    assert row["prefill_over_decode"] == pytest.approx(row["prefill_ms"] / row["decode_ms"])
-    assert (row["weights"], row["batch"]) == ("float32", 1)
+        rows = model_decode.measure_lengths(model, model_decode.ModelVariant(), lengths=(8, 16), calls=2)
+    assert [row["length"] for row in rows] == [8, 16]
+    for row in rows:
+        assert row["weight_bytes"] == WEIGHT_BYTES
+        assert row["cache_bytes"] == row["formula_cache_bytes"] == row["length"] * PER_TOKEN  # the steps were cut back
+        assert row["prefill_ms"] > 0 and row["decode_ms"] > 0
+        assert row["prefill_over_decode"] == pytest.approx(row["prefill_ms"] / row["decode_ms"])
+        assert (row["weights"], row["batch"]) == ("float32", 1)
 
 
 def test_a_variant_in_another_format_is_a_converted_copy(smollm2):

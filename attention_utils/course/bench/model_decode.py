@@ -1,10 +1,9 @@
 """The real model's decoding (lesson 13): a prefill of T tokens and one decode step with the cache, timed apart.
 
-One process loads the model once. For each prompt length T it fills a cache with the prompt, then times
-two things in alternating order, `calls` times each: a prefill of the T prompt tokens into an empty
-cache (one pass over T tokens), and one decode step of one new token against the cache (which then
-holds T, T + 1, ... tokens). Both sides of the ratio share the process, the weights in memory and the
-machine's moment. Medians are saved with the bytes a decode step reads: every weight once (the tied
+One process loads the model once. For each prompt length T it fills a cache with the prompt; then, in
+`calls` rounds of alternating order, it times for every T a prefill of the T prompt tokens into an empty
+cache (one pass over T tokens) and one decode step of one new token against the cache of T tokens. Both
+sides of a ratio, and every T, share the process, the weights in memory and the machine's moment. Medians are saved with the bytes a decode step reads: every weight once (the tied
 embedding table once, as the output layer) plus the cache.
 
 A row names its weight format and batch size; lesson 13 reads the float32 rows at batch 1. Lesson 14's
@@ -15,13 +14,12 @@ its rows under "timings", named by format, batch and phase.
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from dataclasses import dataclass
 
 import torch
 
 from ...inference.kv_cache import KVCache, kv_cache_bytes
+from .model_kernels import alternate
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ class ModelWorkload:
     new_tokens: int = 64
 
 
-MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=7)
+MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=15)
 MODEL_QUICK = ModelWorkload(lengths=(8, 16), calls=2, batches=(1, 2), format_length=16, prefill_calls=2, new_tokens=4)
 
 
@@ -66,37 +64,36 @@ def weight_bytes(model: torch.nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
-def measure_length(model: torch.nn.Module, variant: ModelVariant, length: int, calls: int) -> dict:
-    """Prefill and one decode step at one prompt length, timed in alternating order; medians in ms."""
+def measure_lengths(model: torch.nn.Module, variant: ModelVariant, lengths: tuple[int, ...], calls: int) -> list[dict]:
+    """Prefill and one decode step at every prompt length, all in one alternating loop; medians in ms, one row per length.
+
+    Every length is timed in each round, so a change in the machine's load hits all lengths alike: timed one
+    length after another, a quiet run once showed steps that fell with T. A decode step adds one token, then
+    the cache is cut back, so every step of a length sees the same T cached tokens.
+    """
     config = model.config
-    ids = prompt_ids(length, variant.batch, config.vocab_size)
     new = prompt_ids(1, variant.batch, config.vocab_size)
-    cache = KVCache(config.num_layers)
-    model(ids, cache=cache)  # the cache the decode steps extend
     model(new, cache=KVCache(config.num_layers))  # one-off costs, untimed
-    cache_bytes_before = cache.nbytes
-    times: dict[str, list[float]] = {"prefill": [], "decode": []}
-    for call in range(calls):
-        for kind in ("prefill", "decode") if call % 2 == 0 else ("decode", "prefill"):
-            start = time.perf_counter()
-            if kind == "prefill":
-                model(ids, cache=KVCache(config.num_layers))  # one pass over the whole prompt
-            else:
-                model(new, cache=cache)  # one token against the cache
-            times[kind].append(time.perf_counter() - start)
-    prefill, decode = (1e3 * statistics.median(times[kind]) for kind in ("prefill", "decode"))
-    return {
+    calls_by_kind, caches = {}, {}
+    for length in lengths:
+        ids = prompt_ids(length, variant.batch, config.vocab_size)
+        caches[length] = cache = KVCache(config.num_layers)
+        model(ids, cache=cache)  # the cache the decode steps extend
+        calls_by_kind["prefill", length] = lambda ids=ids: model(ids, cache=KVCache(config.num_layers))
+        calls_by_kind["decode", length] = lambda cache=cache, length=length: (model(new, cache=cache), cache.truncate(length))
+    ms = alternate(calls_by_kind, calls)
+    return [{
         "weights": variant.weights,
         "batch": variant.batch,
         "length": length,
-        "prefill_ms": prefill,
-        "decode_ms": decode,
-        "prefill_over_decode": prefill / decode,
-        "cache_bytes": cache_bytes_before,
+        "prefill_ms": ms["prefill", length],
+        "decode_ms": ms["decode", length],
+        "prefill_over_decode": ms["prefill", length] / ms["decode", length],
+        "cache_bytes": caches[length].nbytes,
         "formula_cache_bytes": kv_cache_bytes(config.num_layers, config.num_kv_heads, config.head_dim, length,
                                               batch=variant.batch),
         "weight_bytes": weight_bytes(model),
-    }
+    } for length in lengths]
 
 
 def load_model(variant: ModelVariant, float32: torch.nn.Module | None = None) -> torch.nn.Module:
@@ -127,7 +124,7 @@ def measure_model(workload: ModelWorkload, threads: int) -> dict:
     rows = []
     with torch.inference_mode():
         for variant, model in models.items():
-            rows += [measure_length(model, variant, length, workload.calls) for length in workload.lengths]
+            rows += measure_lengths(model, variant, workload.lengths, workload.calls)
         formats = measure_formats(float32, tokenizer, workload) if workload.formats else {}
     return {
         "model": {"name": "SmolLM2-135M-Instruct (Q4_1 file, dequantized)", "num_layers": config.num_layers,

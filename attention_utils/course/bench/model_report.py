@@ -60,14 +60,14 @@ def model_markdown(results: dict) -> str:
     lines = [
         f"Written by `make bench` on {env['date']}: {env['cpu']}, {env['threads']} threads, torch {env['torch']}. "
         f"{model['name']}, {model['num_layers']} blocks, loaded as lesson 13 loads it; its weights take "
-        f"{weights_mb:.0f} MB. In one process, for each prompt length T, {work['calls']} calls of each kind in "
-        "alternating order: a prefill of the T prompt tokens into an empty cache, and one decode step of one new token "
+        f"{weights_mb:.0f} MB. In one process, {work['calls']} rounds in alternating order, each timing at every "
+        "prompt length T a prefill of the T prompt tokens into an empty cache and one decode step of one new token "
         "against a cache holding T tokens. Times are medians in ms.",
         "",
         f"由 `make bench` 于 {env['date']} 生成：{env['cpu']}，{env['threads']} 个线程，torch {env['torch']}。"
         f"模型是 {model['name']}，{model['num_layers']} 个 Transformer 模块，加载方式与第 13 课相同；权重共 "
-        f"{weights_mb:.0f} MB。在同一个进程里，对每个提示词长度 T，交替地各计时 {work['calls']} 次：把 T 个提示词词元"
-        "预填充进一个空缓存，以及在已有 T 个词元的缓存上解码一个新词元。表中是耗时的中位数（毫秒）。",
+        f"{weights_mb:.0f} MB。在同一个进程里交替进行 {work['calls']} 轮计时，每一轮对每个提示词长度 T 都计时两件事："
+        "把 T 个提示词词元预填充进一个空缓存，以及在已有 T 个词元的缓存上解码一个新词元。表中是耗时的中位数（毫秒）。",
         "",
         "| weights / 权重格式 | batch / 批大小 | T | prefill / 预填充 (ms) | decode step / 一步解码 (ms) | "
         "prefill ÷ step / 预填充 ÷ 一步 | cache / 缓存 (MiB) |",
