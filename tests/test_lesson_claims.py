@@ -233,16 +233,37 @@ def test_lesson14_decode_and_prefill_either_side_of_the_bench_ridge(decoding):
     assert "far left of the bench's ridge" in prose(decoding, "en") and "远在基准测试的脊点" in prose(decoding, "zh")
 
 
-def test_lesson14_a_cached_token_costs_far_more_than_its_bytes_and_flops(decoding):
-    """Section 4: the step grows less than the prefill, more than its bytes; per token, 'neither bytes nor FLOPs explain it'."""
+def test_lesson14_the_cache_is_too_small_a_part_of_a_step_to_be_seen(decoding):
+    """Section 4: the step grows less than the prefill; the cache's bytes predict under a millisecond more, and two
+    timings of the same step differ by more than that, so the measured change is within the run's spread."""
     outputs = stored_text(decoding)
     prefill, step, read = printed(r"prefill takes ([\d.]+)x as long, the decode step ([\d.]+)x, and the step reads ([\d.]+)x",
                                   outputs).groups()
-    assert float(prefill) > 3 * float(step) and float(step) > float(read)
-    added, bytes_us, flops_us = printed(r"\+(\d+) µs a step; reading its [\d,]+ bytes takes ([\d.]+) µs, its [\d,]+ FLOPs "
-                                        r"([\d.]+) µs", outputs).groups()
-    assert float(added) > 5 * float(bytes_us) > 5 * float(flops_us)
-    assert "Neither the bytes nor the FLOPs of a cached token explain its cost" in prose(decoding, "en")
+    assert float(prefill) > 3 * float(step)
+    predicted = _number(r"more tokens: ([\d.]+) ms", outputs)
+    measured = _number(r"measured from T = \d+ to \d+: ([+-][\d.]+) ms a step", outputs)
+    first, second = printed(r"timed twice in this run: ([\d.]+) ms above, ([\d.]+) ms", outputs).groups()
+    spread = abs(float(first) - float(second))
+    assert predicted < 1 < spread  # "under a millisecond", "further apart than that"
+    assert abs(measured) < spread  # "the measured change is noise"
+    assert "under a millisecond" in prose(decoding, "en") and "不到 1 毫秒" in prose(decoding, "zh")
+
+
+def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
+    """The paragraph after the saved q4 row quotes its printed times and ratios, in both languages."""
+    outputs = stored_text(decoding)
+    float32, float32_bytes, float32_ratio = printed(r"float32  measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)",
+                                                    outputs).groups()
+    q4, q4_bytes, q4_ratio = printed(r"q4       measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)", outputs).groups()
+    speed = printed(r"q4 decodes ([\d.]+)x as fast as float32", outputs)[1]
+    llama, slower = printed(r"llama.cpp on the same file: ([\d.]+) ms per token; q4's step takes ([\d.]+)x as long", outputs).groups()
+    assert round(float(q4_ratio)) == 7 and round(float(float32_ratio)) == 3  # "about seven times", "three times"
+    q4_mb = _number(r"; q4 (\d+) MB", outputs)
+    assert q4_mb < 538 / 4  # "under a quarter of the bytes"
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        for number in (q4, float32, speed, q4_bytes, llama, slower, f"{q4_mb:.0f} MB"):
+            assert number in text, (language, number)
 
 
 def test_lesson14_batch_checks_and_bfloat16_behind_float32(decoding):

@@ -71,7 +71,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
            ylabel=text("GFLOP/s achieved", "实际达到的 GFLOP/s"))
     ax.set_title(text(f"SmolLM2-135M, {env['cpu']}, {env['threads']} threads, {env['date']}",
                       f"SmolLM2-135M，{env['cpu']}，{env['threads']} 个线程，{env['date']}"), fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="lower right")  # the upper left holds the decode points (llama.cpp's star among them)
     return fig
 
 
