@@ -24,8 +24,10 @@ from xdist.scheduler import LoadFileScheduling
 SHARED_FIXTURES = {
     "chinese_run": ("tests/test_browser.py", "tests/test_offline.py", "tests/test_site.py"),
     "transformers_smollm2": ("tests/test_batched_generation.py", "tests/test_llama.py", "tests/test_speculative_model.py"),
+    "transformers_tokenizer": ("tests/test_batched_generation.py", "tests/test_bpe_tokenizer.py"),
 }
-ONE_WORKER = {"transformers_smollm2"}  # fixtures built once per worker: their files go to one worker together
+# fixtures built once per worker, from one reading of the model file: the files of all of them go to one worker together
+ONE_WORKER = ("transformers_smollm2", "transformers_tokenizer")
 CHINESE_RUN_READERS = ("tests/test_offline.py", "tests/test_site.py")  # after the browser test has made the run
 PLAIN_KERNELS = "tests/test_default_kernels.py"
 # Test files that took a minute or more in `make test` here (the README's install, `make lab`, the bench).
@@ -40,7 +42,7 @@ class ByFileSharingFixtures(LoadFileScheduling):
         file = nodeid.split("::", 1)[0]
         if file == PLAIN_KERNELS:
             return nodeid  # one lesson each
-        return next((fixture for fixture in ONE_WORKER if file in SHARED_FIXTURES[fixture]), file)
+        return ONE_WORKER[0] if any(file in SHARED_FIXTURES[fixture] for fixture in ONE_WORKER) else file
 
 
 def start_order(item: pytest.Item) -> tuple[int, float]:

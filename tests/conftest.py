@@ -3,6 +3,7 @@ lesson 13's model and transformers' reading of it."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -101,25 +102,53 @@ def smollm2():
 
 
 @pytest.fixture(scope="session")
-def transformers_smollm2():
-    """transformers' Llama reading lesson 13's GGUF file offline (HF_HUB_OFFLINE=1), the tests' independent
-    reference: loaded once for the files that compare with it (it dequantizes the file itself).
+def _gguf_read_once():
+    """gguf's file reader and its table of tensor names, each remembered for every transformers load of the session.
 
-    transformers parses the file's header twice and rebuilds gguf's table of tensor names for each of the
-    model's ~400 modules; both are remembered while it loads (25 s → 14 s here, the same logits to the bit).
+    transformers parses the file's header twice for the model, once more for the tokenizer, and rebuilds gguf's
+    table of tensor names for each of the model's ~400 modules (25 s → 14 s for the model alone here, the same
+    logits to the bit). The remembering is patched in only while transformers loads (see reading_with_transformers).
     """
     import gguf
 
-    from attention_utils.models.gguf_file import find_model_file
+    return functools.lru_cache(maxsize=None)(gguf.GGUFReader), functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map)
+
+
+@contextlib.contextmanager
+def reading_with_transformers(read_once: tuple):
+    """Offline (HF_HUB_OFFLINE=1), with gguf's reader and name table remembered (_gguf_read_once)."""
+    import gguf
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
-        patch.setattr(gguf, "GGUFReader", functools.lru_cache(maxsize=None)(gguf.GGUFReader))
-        patch.setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map))
+        patch.setattr(gguf, "GGUFReader", read_once[0])
+        patch.setattr(gguf, "get_tensor_name_map", read_once[1])
+        yield
+
+
+@pytest.fixture(scope="session")
+def transformers_smollm2(_gguf_read_once):
+    """transformers' Llama reading lesson 13's GGUF file offline, the tests' independent reference: loaded once for
+    the files that compare with it (it dequantizes the file itself)."""
+    from attention_utils.models.gguf_file import find_model_file
+
+    with reading_with_transformers(_gguf_read_once):
         from transformers import AutoModelForCausalLM
 
         path = find_model_file()
         return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="session")
+def transformers_tokenizer(_gguf_read_once):
+    """transformers' tokenizer as it reads lesson 13's GGUF file, offline; a test that changes its settings takes a copy."""
+    from attention_utils.models.gguf_file import find_model_file
+
+    with reading_with_transformers(_gguf_read_once):
+        from transformers import AutoTokenizer
+
+        path = find_model_file()
+        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 @pytest.fixture

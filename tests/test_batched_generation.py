@@ -12,13 +12,14 @@ start at the prompt's first real token, moves the logits by far more than 1e-3 (
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
 from attention_utils.inference.batched_generation import generate_batch, left_pad
 from attention_utils.inference.generation import generate
 from attention_utils.inference.kv_cache import KVCache
-from attention_utils.models.gguf_file import find_model_file
 from contract_helpers import assert_contract_error
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -65,14 +66,9 @@ def test_padding_that_leaks_changes_the_logits(smollm2, batched):
     assert (unmasked - together.logits[:, 0]).abs().max() > 100 * TOLERANCE
 
 
-def test_batch_equals_transformers_batched_generation(smollm2, batched, transformers_smollm2):
+def test_batch_equals_transformers_batched_generation(smollm2, batched, transformers_smollm2, transformers_tokenizer):
     reference = transformers_smollm2  # conftest's, shared with test_llama.py
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        from transformers import AutoTokenizer
-
-        path = find_model_file()
-        their_tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    their_tokenizer = copy.deepcopy(transformers_tokenizer)  # shared with test_bpe_tokenizer.py: padded on a copy
     their_tokenizer.padding_side = "left"
     their_tokenizer.pad_token = their_tokenizer.eos_token
     inputs = their_tokenizer(PROMPTS, return_tensors="pt", padding=True)

@@ -83,20 +83,15 @@ def ours(smollm2) -> ByteLevelBPE:
 
 
 @pytest.fixture(scope="module")
-def transformers_tokenizers():
-    """transformers' tokenizer as it reads the file, and a copy given SmolLM2's own pre-tokenizer."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        from tokenizers import Tokenizer, pre_tokenizers
-        from transformers import AutoTokenizer
+def transformers_tokenizers(transformers_tokenizer):
+    """transformers' tokenizer as it reads the file (conftest's), and a copy given SmolLM2's own pre-tokenizer."""
+    from tokenizers import Tokenizer, pre_tokenizers
 
-        path = find_model_file()
-        as_read = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        smollm = Tokenizer.from_str(as_read.backend_tokenizer.to_str())  # a copy, then SmolLM2's split
-        smollm.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
-        )
-        yield as_read, smollm
+    smollm = Tokenizer.from_str(transformers_tokenizer.backend_tokenizer.to_str())  # a copy, then SmolLM2's split
+    smollm.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    )
+    return transformers_tokenizer, smollm
 
 
 def test_byte_alphabet_is_gpt2s(ours):

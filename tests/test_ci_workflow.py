@@ -81,6 +81,7 @@ def test_costly_fixtures_are_shared_by_one_worker():
     assert set(root_conftest.CHINESE_RUN_READERS) | {"tests/test_browser.py"} == set(root_conftest.SHARED_FIXTURES["chinese_run"])
     split = root_conftest.ByFileSharingFixtures._split_scope
     assert split(None, "tests/test_llama.py::test_x") == split(None, "tests/test_batched_generation.py::test_y")
+    assert split(None, "tests/test_bpe_tokenizer.py::test_x") == split(None, "tests/test_llama.py::test_y")
     assert split(None, "tests/test_llama.py::test_x") != split(None, "tests/test_site.py::test_x[en]")
     assert split(None, "tests/test_site.py::test_x[en]") == split(None, "tests/test_site.py::test_y[zh]")
     assert split(None, "notebooks/01_dot_products.ipynb::Cell 3") == "notebooks/01_dot_products.ipynb"
