@@ -79,8 +79,14 @@ def measure_lengths(model: torch.nn.Module, variant: ModelVariant, lengths: tupl
         ids = prompt_ids(length, variant.batch, config.vocab_size)
         caches[length] = cache = KVCache(config.num_layers)
         model(ids, cache=cache)  # the cache the decode steps extend
-        calls_by_kind["prefill", length] = lambda ids=ids: model(ids, cache=KVCache(config.num_layers))
-        calls_by_kind["decode", length] = lambda cache=cache, length=length: (model(new, cache=cache), cache.truncate(length))
+
+        def prefill(ids: torch.Tensor = ids) -> None:
+            model(ids, cache=KVCache(config.num_layers))
+
+        def decode(cache: KVCache = cache, length: int = length) -> None:
+            model(new, cache=cache)
+            cache.truncate(length)  # back to T cached tokens for the next round
+        calls_by_kind["prefill", length], calls_by_kind["decode", length] = prefill, decode
     ms = alternate(calls_by_kind, calls)
     return [{
         "weights": variant.weights,
