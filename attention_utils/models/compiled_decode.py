@@ -1,0 +1,128 @@
+"""The real model's decode step compiled by torch.compile over a fixed-size cache (lesson 14's overhead, measured away).
+
+An eager decode step of SmolLM2 runs about a thousand small operators around its matrix products
+(norms, rotary turns, copies, conversions), each dispatched from Python. torch.compile turns the
+step into a few generated C++ kernels per layer, called from generated C++ (`cpp_wrapper`), but it
+wants the same shapes at every call: a growing cache would change them. So the keys and values live
+in buffers reserved once for `max_tokens`, each step writes its token's slot, and a mask hides the
+slots not yet written. The blocks are the model's own (its `prepared` path), so the step computes
+what the eager one does, in another order of additions. Compiling takes a minute or two; the bench
+(`make bench BENCH_ARGS=--model`) times the result against the eager step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..checks import bilingual, check_size
+from .llama import LlamaModel, check_token_ids
+from ..overflow import check_result
+from ..rotary import rotary_cos_sin
+from ..inference.kv_cache import KVCache
+
+COMPILE_OPTIONS = {"fx_graph_cache": False, "cpp_wrapper": True}  # no graph cache: one made under other ATen kernels answered wrong
+
+
+class FixedLayerCache:
+    """One layer's keys and values in buffers (b, kv_heads, max_tokens, head_dim) reserved once; `slot` says where the next goes."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, slot: torch.Tensor) -> None:
+        self.keys, self.values, self.slot = keys, values, slot
+
+    def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write one token's keys and values into the slot; return the whole buffers (the mask hides the empty slots)."""
+        self.keys.index_copy_(2, self.slot, keys)
+        self.values.index_copy_(2, self.slot, values)
+        return self.keys, self.values
+
+
+class CompiledDecoder:
+    """Greedy-ready decoding of a LlamaModel: an eager prefill, then decode steps of fixed shapes, compiled once.
+
+    `prefill(tokens)` reads the prompt (b, T) through the model with a KVCache and copies the cache into
+    the fixed buffers; `step(tokens)` takes the next token of each row (b, 1) and returns its scores
+    (b, 1, vocab_size). With `compiled=False` the same fixed-size step runs eagerly (a control).
+    """
+
+    def __init__(self, model: LlamaModel, max_tokens: int, *, batch: int = 1, compiled: bool = True) -> None:
+        if not isinstance(model, LlamaModel):
+            raise TypeError(bilingual(
+                f"model must be the LlamaModel that load_smollm2() returns (or a copy in a weight format), got "
+                f"{type(model).__name__}.",
+                f"model 必须是 load_smollm2() 返回的 LlamaModel（或它某种权重格式的副本），实际是 {type(model).__name__}。"))
+        if not model._plain_attention():
+            raise ValueError(bilingual(
+                "CompiledDecoder needs every layer as loaded (no sliding window, no changed rotary base); restore them first.",
+                "CompiledDecoder 要求每一层都保持加载时的样子（没有滑动窗口，旋转底数未改）；请先恢复。"))
+        config = model.config
+        self.max_tokens = check_size(max_tokens, "max_tokens", maximum=config.context_length)
+        self.batch = check_size(batch, "batch")
+        self.model, self.position = model, 0
+        dtype, device = model.final_norm.weight.dtype, model.final_norm.weight.device
+        shape = (self.batch, config.num_kv_heads, self.max_tokens, config.head_dim)
+        self._slot = torch.zeros(1, dtype=torch.long, device=device)  # shared by every layer: the position being written
+        self.layers = [FixedLayerCache(torch.zeros(shape, dtype=dtype, device=device),
+                                       torch.zeros(shape, dtype=dtype, device=device), self._slot)
+                       for _ in range(config.num_layers)]
+        self._slots = torch.arange(self.max_tokens, device=device)
+        self._run = torch.compile(self._forward, dynamic=False, options=COMPILE_OPTIONS) if compiled else self._forward
+
+    def _forward(self, tokens: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The model's blocks on one new token per row, against the fixed buffers: what torch.compile compiles."""
+        x, probes = self.model._embed(tokens), []
+        for block, layer in zip(self.model.blocks, self.layers):
+            x = block(x, cache=layer, prepared=((cos, sin), mask, probes))
+        return self.model._scores(x)
+
+    @torch.no_grad()
+    def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The prompt's scores (b, T, vocab_size), its keys and values copied into the buffers; starts the decoder anew."""
+        check_token_ids(tokens, self.model.config.vocab_size)
+        self._check_room(tokens, tokens.shape[1])
+        cache = KVCache(len(self.layers))
+        logits = self.model(tokens, cache=cache)
+        for layer, held in zip(self.layers, cache.layers):
+            layer.keys[:, :, :tokens.shape[1]] = held.keys
+            layer.values[:, :, :tokens.shape[1]] = held.values
+        self.position = tokens.shape[1]
+        return logits
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Scores (b, 1, vocab_size) of the token after `tokens` (b, 1), one per row; the first call compiles."""
+        check_token_ids(tokens, self.model.config.vocab_size)
+        if tokens.shape[1] != 1 or not self.position:
+            raise ValueError(bilingual(
+                f"step takes one new token per row (batch, 1) after prefill(prompt); got {tuple(tokens.shape)}"
+                f"{'' if self.position else ' before any prefill'}.",
+                f"step 每行只接收一个新词元 (batch, 1)，并且要先调用 prefill(prompt)；实际是 {tuple(tokens.shape)}"
+                f"{'' if self.position else '，而且还没有预填充'}。"))
+        self._check_room(tokens, self.position + 1)
+        config, dtype = self.model.config, self.model.final_norm.weight.dtype
+        cos, sin = rotary_cos_sin(torch.tensor([self.position], device=tokens.device), config.head_dim, config.rotary_base)
+        self._slot.fill_(self.position)
+        try:
+            logits = self._run(tokens, cos.to(dtype), sin.to(dtype), (self._slots <= self.position)[None])
+        except torch._dynamo.exc.BackendCompilerFailed as error:  # most often: no working C++ compiler
+            raise RuntimeError(bilingual(
+                f"torch.compile could not build the step ({str(error).splitlines()[0]}); it needs a C++ compiler (g++: "
+                "apt install g++, or Xcode's command-line tools): install one, or pass compiled=False.",
+                f"torch.compile 没能生成这一步的代码（{str(error).splitlines()[0]}）；它需要 C++ 编译器（g++：apt install g++，"
+                "或 Xcode 命令行工具）：请装一个，或者传入 compiled=False。")) from error
+        self.position += 1
+        return check_result(self.model, logits)
+
+    def _check_room(self, tokens: torch.Tensor, needed: int) -> None:
+        """Refuse a batch of another size, and tokens past the buffers' end, each with what to do instead."""
+        if tokens.shape[0] != self.batch:
+            raise ValueError(bilingual(
+                f"This decoder was made for batch={self.batch}, but tokens has {tokens.shape[0]} rows; make one with "
+                f"CompiledDecoder(model, max_tokens, batch={tokens.shape[0]}).",
+                f"这个解码器是按 batch={self.batch} 建的，而 tokens 有 {tokens.shape[0]} 行；请用 "
+                f"CompiledDecoder(model, max_tokens, batch={tokens.shape[0]}) 新建一个。"))
+        if needed > self.max_tokens:
+            raise ValueError(bilingual(
+                f"This decoder holds at most max_tokens={self.max_tokens} tokens and would need {needed}; make one with a "
+                "larger max_tokens (up to the model's context length).",
+                f"这个解码器最多容纳 max_tokens={self.max_tokens} 个词元，这里需要 {needed} 个；请用更大的 max_tokens"
+                "（不超过模型的上下文长度）新建一个。"))

@@ -1,0 +1,73 @@
+"""The compiled decode step over a fixed-size cache computes what the eager model computes with its growing KVCache."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attention_utils.models.compiled_decode import CompiledDecoder
+from attention_utils.inference.kv_cache import KVCache
+from contract_helpers import assert_contract_error
+from tiny_models import tiny_llama
+
+
+def eager_and_fixed(model, decoder: CompiledDecoder, prompt: torch.Tensor, steps: int) -> list[tuple]:
+    """(model's scores, decoder's scores) for the prompt and each greedy step, the model's own KVCache as the reference."""
+    cache = KVCache(model.config.num_layers)
+    pairs = [(model(prompt, cache=cache), decoder.prefill(prompt))]
+    for _ in range(steps):
+        token = pairs[-1][0][:, -1:].argmax(-1)  # the model's greedy pick, fed to both
+        pairs.append((model(token, cache=cache), decoder.step(token)))
+    return pairs
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_steps_equal_the_models_own_decoding(compiled):
+    model = tiny_llama(16, 4, 2, seed=3)  # float64; 4 query heads share 2 key/value heads
+    prompt = torch.randint(0, 30, (2, 5), generator=torch.Generator().manual_seed(0))
+    decoder = CompiledDecoder(model, 16, batch=2, compiled=compiled)
+    pairs = eager_and_fixed(model, decoder, prompt, steps=8)
+    assert torch.equal(*pairs[0])  # the prefill is the model's own call
+    for eager, fixed in pairs[1:]:
+        # empty slots are masked out exactly; the sums run in another order (compiled kernels, longer buffers)
+        torch.testing.assert_close(fixed, eager, rtol=1e-12, atol=1e-12)
+    assert decoder.position == 13
+    decoder.prefill(prompt[:, :3])  # a new prompt starts over
+    assert decoder.position == 3
+
+
+def test_a_new_prefill_forgets_the_earlier_tokens():
+    model = tiny_llama(16, 4, 4, seed=1)
+    decoder = CompiledDecoder(model, 12, compiled=False)
+    decoder.prefill(torch.tensor([[5, 6, 7, 8, 9, 10]]))
+    decoder.prefill(torch.tensor([[1, 2]]))
+    cache = KVCache(2)
+    model(torch.tensor([[1, 2]]), cache=cache)
+    torch.testing.assert_close(decoder.step(torch.tensor([[3]])), model(torch.tensor([[3]]), cache=cache),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_errors_say_what_to_do(monkeypatch):
+    model = tiny_llama(16, 4, 2, seed=0)
+    decoder = CompiledDecoder(model, 6, batch=1, compiled=False)
+    assert_contract_error(lambda: decoder.step(torch.tensor([[1]])), "prefill", kind=ValueError)
+    assert_contract_error(lambda: decoder.prefill(torch.zeros(2, 3, dtype=torch.long)), "batch=2", kind=ValueError)
+    assert_contract_error(lambda: decoder.prefill(torch.zeros(1, 7, dtype=torch.long)), "max_tokens", kind=ValueError)
+    decoder.prefill(torch.zeros(1, 6, dtype=torch.long))
+    assert_contract_error(lambda: decoder.step(torch.tensor([[1]])), "max_tokens", kind=ValueError)
+    assert_contract_error(lambda: decoder.step(torch.tensor([[1, 2]])), "(batch, 1)", kind=ValueError)
+    assert_contract_error(lambda: decoder.step(torch.tensor([[99]])), "29", kind=ValueError)  # ids 0..29
+    assert_contract_error(lambda: CompiledDecoder("model", 8), "LlamaModel", kind=TypeError)
+    assert_contract_error(lambda: CompiledDecoder(model, 65), "max_tokens", kind=ValueError)  # context length 64
+    model.blocks[0].attention.window = 4
+    assert_contract_error(lambda: CompiledDecoder(model, 8), "CompiledDecoder", "window", kind=ValueError)
+    model.blocks[0].attention.window = None
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/g++",))
+    decoder = CompiledDecoder(model, 8)
+    decoder.prefill(torch.tensor([[1, 2]]))
+    with pytest.raises(RuntimeError, match="C\\+\\+ compiler") as failed:
+        decoder.step(torch.tensor([[3]]))
+    english, chinese = str(failed.value).splitlines()
+    assert "compiled=False" in english and "compiled=False" in chinese and "编译器" in chinese
