@@ -152,6 +152,20 @@ def test_q4_lines_read_the_rows_and_say_when_llama_cpp_was_not_measured():
     assert model_report.q4_lines(saved)[1].startswith("❌") and "1.67×" in model_report.q4_lines(saved)[1]
 
 
+def test_compiled_lines_read_the_compiled_rows_against_the_floor_float32_and_llama_cpp():
+    timings = [{"format": f, "batch": 1, "phase": "decode", "ms": ms} for f, ms in (
+        ("float32", 60.0), ("q4", 36.0), ("matmul floor", 45.0), ("float32 compiled", 50.0), ("q4 compiled", 20.0),
+        ("llama.cpp", 10.0))]
+    saved = {"timings": timings, "kernel": {"cpu_capability": "AVX2", "avx512_bf16": False, "amx_bf16": False}}
+    en, zh = model_report.q4_lines(saved)[2:], model_report.q4_lines(saved, "zh")[2:]
+    # by hand: 45 / 50 = 0.90 (eager 45 / 60 = 0.75); 50 / 20 = 2.50×; 20 / 10 = 2.00×
+    assert en[0].startswith("✅ float32 compiled") and "0.90 of the matmul floor" in en[0] and "eager: 0.75" in en[0]
+    assert en[1].startswith("❌ q4 compiled") and "2.50× as fast as float32 compiled" in en[1]
+    assert en[2].startswith("❌") and "2.00×" in en[2] and len(zh) == 3 and "2.00 倍" in zh[2]
+    saved["timings"] = timings[:3]  # no compiler where the bench ran: no compiled lines at all
+    assert len(model_report.q4_lines(saved)) == 2
+
+
 def no_transformers():
     raise ImportError("transformers is left out of this test")
 

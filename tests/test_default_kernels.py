@@ -31,11 +31,20 @@ def plain_kernel_environment() -> dict[str, str]:
     return env
 
 
+KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"  # jupyter_client's words, before any cell ran
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda path: path.stem)
 def test_stored_outputs_hold_on_the_plain_kernels(lesson):
     command = [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "--no-header", str(lesson.relative_to(ROOT))]
-    result = subprocess.run(command, cwd=ROOT, env=plain_kernel_environment(), capture_output=True, text=True,
-                            timeout=1800)
+
+    def nbval() -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=ROOT, env=plain_kernel_environment(), capture_output=True, text=True,
+                              timeout=1800)
+    result = nbval()
+    if result.returncode and KERNEL_NEVER_STARTED in result.stdout:
+        # once in a full `make test` here (2026-11-29) a kernel died while starting, before it ran a cell: start it again
+        result = nbval()
     assert result.returncode == 0, f"nbval under ATEN_CPU_CAPABILITY=default:\n{result.stdout[-8000:]}{result.stderr[-2000:]}"
 
 

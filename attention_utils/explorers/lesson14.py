@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..checks import bilingual, shown
 from ..language import text
-from ..results import FORMATS, SHOWN_ZH, model_timing, reads, roofline_point
+from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, model_timing, reads, roofline_point
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
@@ -60,6 +60,10 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="*", s=120, color=COLOURS["llama.cpp"],
                    label=text("decode, llama.cpp on the same file, batch 1", "解码，llama.cpp 读同一个文件，批大小 1"))
+    for row in (r for r in results["timings"] if r["format"] in COMPILED_ROWS):  # where the bench could compile
+        point, fmt = roofline_point(row), row["format"].split()[0]
+        ax.scatter(point["intensity"], point["gflop_s"], marker="D", s=60, color=COLOURS[fmt], edgecolor="black",
+                   label=text(f"decode, {fmt} compiled (torch.compile), batch 1", f"解码，{fmt} 编译后（torch.compile），批大小 1"))
     ax.scatter([], [], marker="s", color="white", edgecolor="black",
                label=text(f"prefill of {results['timings'][0]['length']} tokens", f"预填充 {results['timings'][0]['length']} 个词元"))
     if highlight is not None:

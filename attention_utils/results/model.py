@@ -44,9 +44,10 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
 FORMATS = ("float32", "bfloat16", "int8")
-SHOWN_ZH = {"matmul floor": "矩阵乘法下限"}  # how the Chinese tables name a row
+SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译）", "q4 compiled": "q4（编译）"}  # how the Chinese tables name a row
 ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
 TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
+COMPILED_ROWS = ("float32 compiled", "q4 compiled")  # torch.compile's steps, from 2026-11-29's bench on, where g++ is at hand
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
@@ -138,11 +139,12 @@ def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
     """Lesson 14's reading of the saved run: the measured ratios of the targets, without the targets (README keeps those)."""
     v = model_verdicts(results)
     m = v["measured"]
+    speed = {fmt: model_timing(results, "float32")["ms"] / model_timing(results, fmt)["ms"] for fmt in FORMATS[1:]}
     en = [f"float32 step: {m['floor']:.2f} of its matmul floor's speed",
-          f"{v['best']} step: {m['best_format']:.2f}× float32's speed",
+          *(f"{fmt} step: {ratio:.2f}× float32's speed" for fmt, ratio in speed.items()),
           f"batch {v['batch']}: {m['batch8']:.2f}× batch 1's tokens per second (float32)"]
     zh = [f"float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍",
-          f"{v['best']} 一步解码的速度是 float32 的 {m['best_format']:.2f} 倍",
+          *(f"{fmt} 一步解码的速度是 float32 的 {ratio:.2f} 倍" for fmt, ratio in speed.items()),
           f"批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（float32）"]
     if m["transformers"] is not None:
         en.insert(1, f"float32 step: {m['transformers']:.2f}× transformers' speed on the same file")
@@ -160,7 +162,7 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", "matmul floor") if any(
+    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, "matmul floor") if any(
             r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]

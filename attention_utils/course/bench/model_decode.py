@@ -43,9 +43,10 @@ class ModelWorkload:
     format_length: int = 128
     prefill_calls: int = 5
     new_tokens: int = 64
+    compiled: tuple[str, ...] = ()  # formats also timed compiled: a minute or two each to compile, so only the full run
 
 
-MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=15)
+MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=15, compiled=("float32", "q4"))
 MODEL_QUICK = ModelWorkload(lengths=(8, 16), calls=2, batches=(1, 2), format_length=16, prefill_calls=2, new_tokens=4)
 
 

@@ -8,6 +8,9 @@ everything in figures/bench_model.json shares one machine moment. At one prompt 
   llama.cpp on the same file at batch 1 when llama-cpp-python is installed (optional; never in CI),
   and the matmul floor (one F.linear per float32 weight matrix, nothing else) at every batch size;
   all of them in one loop, one call each per round, the order reversed every other round; medians;
+- the overhead measured away: float32 and q4 decode steps compiled by torch.compile over a fixed-size
+  cache (models/compiled_decode.py), in the same loop at batch 1, when a C++ compiler is at hand;
+  their compile time, and whether their greedy tokens equal the eager steps';
 - prefill: the prompt into an empty cache, the formats and transformers, alternating the same way;
 - the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput); and, in
   model_kernels.py, a compute roof per format, int8's kernel alone against bfloat16, and a profile;
@@ -31,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from ...inference.batched_generation import generate_batch, left_pad
+from ...models.compiled_decode import CompiledDecoder
 from ...inference.decode_cost import forward_cost
 from ...inference.kv_cache import KVCache
 from ...inference.held_out import HELD_OUT_TEXT
@@ -48,6 +52,8 @@ HELD_OUT = ["The largest ocean on Earth is", "A recipe for bread needs flour, wa
 TRANSFORMERS = "transformers float32"
 FLOOR = "matmul floor"
 LLAMA_CPP = "llama.cpp"  # llama-cpp-python on the same file, when it is installed (never in CI)
+COMPILED = "compiled"  # a format's decode step under torch.compile: "float32 compiled", "q4 compiled"
+COMPILED_TOKENS = 256  # the fixed cache's length: the prompt, the timed steps and room to spare
 
 
 def roofs(read_mib: int, matmul_n: int, repeats: int = 5) -> dict:
@@ -134,6 +140,10 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         decode[FLOOR, batch] = floor_step(matrices, batch)
     if reference is not None:
         decode[TRANSFORMERS, 1] = transformers_step(reference, prompt)
+    compiled = {name: compiled_step(models[name], prompt) for name in workload.compiled}
+    for name, (step, _) in compiled.items():
+        if step is not None:
+            decode[f"{name} {COMPILED}", 1] = step
     llama_cpp = llama_cpp_step(prompt, torch.get_num_threads())
     if llama_cpp is not None:
         decode[LLAMA_CPP, 1] = llama_cpp
@@ -147,7 +157,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         for (name, batch), ms in measured.items():
             new, earlier = (1, length) if phase == "decode" else (length, 0)
             cost = forward_cost(config, new, earlier, batch=batch)
-            held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes}.get(name, sizes["float32"])
+            held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes}.get(
+                name.removesuffix(f" {COMPILED}"), sizes["float32"])
             cache = cost.cache_bytes if name != FLOOR else 0
             if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number
                 cache //= 2
@@ -157,6 +168,7 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
     found["int8_kernel"]["bandwidth_gb_s"] = found["roofs"]["bandwidth_gb_s"]  # the roof its rows are read against
     found.update(timings=rows, weight_bytes=sizes, file_bytes=file_bytes, transformers_error=missing, kernel=kernel_path(),
                  llama_cpp="measured" if llama_cpp is not None else "not installed (pip install llama-cpp-python)",
+                 compiled={name: found for name, (_, found) in compiled.items()},
                  quality=quality(models, tokenizer, workload.new_tokens))
     return found
 
@@ -166,6 +178,38 @@ def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.
     step, _ = package_step(model, prompt, 1)
     return {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
             "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step)}
+
+
+def compiled_step(model: torch.nn.Module, prompt: torch.Tensor, check_tokens: int = 16) -> tuple[Callable[[], None] | None, dict]:
+    """A compiled decode step after the prompt (batch 1), ready to call again and again, and what compiling it found.
+
+    The first step compiles (its seconds are saved). Then `check_tokens` greedy tokens from the prompt are
+    compared with the eager model's; the step is timed only when they are equal, and None when it cannot compile.
+    """
+    decoder = CompiledDecoder(model, COMPILED_TOKENS)
+    eager_tokens, cache = [], KVCache(model.config.num_layers)
+    token = model(prompt, cache=cache)[:, -1:].argmax(-1)
+    for _ in range(check_tokens):
+        eager_tokens.append(int(token))
+        token = model(token, cache=cache)[:, -1:].argmax(-1)
+    token, found = decoder.prefill(prompt)[:, -1:].argmax(-1), {"max_tokens": COMPILED_TOKENS}
+    try:
+        found["compile_seconds"] = seconds(lambda: decoder.step(token))
+    except RuntimeError as error:  # no C++ compiler: the row is left out and the reason saved
+        return None, {**found, "error": str(error).splitlines()[0]}
+    decoder.prefill(prompt)
+    compiled_tokens = []
+    for _ in range(check_tokens):
+        compiled_tokens.append(int(token))
+        token = decoder.step(token)[:, -1:].argmax(-1)
+    found["same_greedy_tokens"] = f"{sum(a == b for a, b in zip(compiled_tokens, eager_tokens))} of {check_tokens}"
+    if compiled_tokens != eager_tokens:
+        return None, found
+    state = {"next": token}
+
+    def step() -> None:
+        state["next"] = decoder.step(state["next"])[:, -1:].argmax(-1)
+    return step, found
 
 
 def llama_cpp_step(prompt: torch.Tensor, threads: int) -> Callable[[], None] | None:

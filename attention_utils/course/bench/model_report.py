@@ -140,7 +140,33 @@ def q4_lines(results: dict, language: str = "en") -> list[str]:
     else:
         en.append("llama.cpp was not measured: llama-cpp-python is not installed (optional, see the install notes above)")
         zh.append("没有测量 llama.cpp：没有安装 llama-cpp-python（可选，安装方法见上文）")
-    return zh if language == "zh" else en
+    found_en, found_zh = compiled_lines(results)
+    return (zh + found_zh) if language == "zh" else (en + found_en)
+
+
+def compiled_lines(results: dict) -> tuple[list[str], list[str]]:
+    """The steps compiled by torch.compile (when the bench could compile them) against the floor, float32 and llama.cpp."""
+    ms = {r["format"]: r["ms"] for r in results["timings"] if r["batch"] == 1 and r["phase"] == "decode"}
+    en, zh = [], []
+    if "float32 compiled" in ms:
+        floor = ms["matmul floor"] / ms["float32 compiled"]
+        mark = "✅" if floor >= 0.9 else "❌"
+        en.append(f"{mark} float32 compiled (torch.compile): {ms['float32 compiled']:.1f} ms, {floor:.2f} of the matmul floor's "
+                  f"speed (issue 41's target ≥ 0.9; eager: {ms['matmul floor'] / ms['float32']:.2f})")
+        zh.append(f"{mark} float32 编译后（torch.compile）：{ms['float32 compiled']:.1f} 毫秒，速度是矩阵乘法下限的 {floor:.2f} 倍"
+                  f"（第 41 号议题的目标 ≥ 0.9；不编译时 {ms['matmul floor'] / ms['float32']:.2f}）")
+    if "q4 compiled" in ms:
+        q4 = ms["q4 compiled"]
+        base = ms.get("float32 compiled", ms["float32"])
+        which = "float32 compiled" if "float32 compiled" in ms else "float32"
+        mark = "✅" if base / q4 >= Q4_TARGETS["float32"] else "❌"
+        en.append(f"{mark} q4 compiled: {q4:.1f} ms, {base / q4:.2f}× as fast as {which} (target ≥ 3×)")
+        zh.append(f"{mark} q4 编译后：{q4:.1f} 毫秒，速度是 {which.replace(' compiled', '（编译）')} 的 {base / q4:.2f} 倍（目标 ≥ 3）")
+        if "llama.cpp" in ms:
+            mark = "✅" if q4 / ms["llama.cpp"] <= Q4_TARGETS["llama.cpp"] else "❌"
+            en.append(f"{mark} q4 compiled takes {q4 / ms['llama.cpp']:.2f}× as long as llama.cpp (target ≤ 1.5×)")
+            zh.append(f"{mark} q4 编译后一步用时是 llama.cpp 的 {q4 / ms['llama.cpp']:.2f} 倍（目标 ≤ 1.5）")
+    return en, zh
 
 
 Q4_TARGETS = {"float32": 3.0, "llama.cpp": 1.5}  # issue 48: q4's speed over float32, its time over llama.cpp's
