@@ -47,7 +47,7 @@ def test_a_new_prefill_forgets_the_earlier_tokens():
                                rtol=1e-12, atol=1e-12)
 
 
-def test_errors_say_what_to_do(monkeypatch):
+def test_errors_say_what_to_do():
     model = tiny_llama(16, 4, 2, seed=0)
     decoder = CompiledDecoder(model, 6, batch=1, compiled=False)
     assert_contract_error(lambda: decoder.step(torch.tensor([[1]])), "prefill", kind=ValueError)
@@ -64,10 +64,10 @@ def test_errors_say_what_to_do(monkeypatch):
     model.blocks[0].attention.window = None
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/g++",))
     decoder = CompiledDecoder(model, 8)
     decoder.prefill(torch.tensor([[1, 2]]))
-    with pytest.raises(RuntimeError, match="C\\+\\+ compiler") as failed:
+    # inductor's own patch, undone on leaving (monkeypatch's undo deleted the setting, breaking later compiles)
+    with inductor_config.patch({"cpp.cxx": ("/nonexistent/g++",)}), pytest.raises(RuntimeError, match="C\\+\\+ compiler") as failed:
         decoder.step(torch.tensor([[3]]))
     english, chinese = str(failed.value).splitlines()
     assert "compiled=False" in english and "compiled=False" in chinese and "编译器" in chinese
