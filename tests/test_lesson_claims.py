@@ -271,7 +271,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     outputs = stored_text(decoding)
     rows = {name: printed(rf"{name} +eager +([\d.]+) ms, compiled +([\d.]+) ms: +([\d.]+) ms less per step \(compiling took "
                           r"(\d+) s; greedy tokens equal: (\d+) of \5\)", outputs).groups() for name in ("float32", "q4")}
-    eager_floor, compiled_floor = printed(r"0?([\d.]+) of its speed eager, ([\d.]+) compiled", outputs).groups()
+    eager_floor, compiled_floor = printed(r"(\d\.\d+) of its speed eager, (\d\.\d+) compiled", outputs).groups()
     speed = printed(r"compiled, q4 decodes ([\d.]+)x as fast as float32", outputs)[1]
     llama = printed(r"q4 compiled takes ([\d.]+)x as long as llama.cpp", outputs)[1]
     q4_bytes = printed(r"q4 +measured +[\d.]+ ms, from its bytes +([\d.]+) ms", outputs)[1]

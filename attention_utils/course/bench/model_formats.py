@@ -34,11 +34,11 @@ import torch
 import torch.nn.functional as F
 
 from ...inference.batched_generation import generate_batch, left_pad
-from ...models.compiled_decode import CompiledDecoder
 from ...inference.decode_cost import forward_cost
 from ...inference.kv_cache import KVCache
 from ...inference.held_out import HELD_OUT_TEXT
 from ...inference.weight_formats import to_format, weight_bytes
+from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
 from ...models.q4_weights import to_q4
 from .model_kernels import alternate, format_roofs, int8_against_bfloat16, profile_step, seconds
