@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import nbformat
+import psutil
 import pytest
 
 from attention_utils.course.publish import language_copy, lesson_paths, write_copies
@@ -36,6 +37,7 @@ PROJECTOR = {"width": 1280, "height": 800}
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 RAW_FORMULA = re.compile(r"\$[^$\s][^$]*\$")
 LANGUAGES = ("en", "zh")
+TAB_SECONDS = 60  # a new tab opens in well under a second here
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)
@@ -155,17 +157,58 @@ def server(built):
     httpd.shutdown()
 
 
+class Window:
+    """One Chromium window at a projector's size for every page: a new tab per test, as a reader opens them
+    (sharing the window's cache of reveal.js and MathJax saved about half a second a page).
+
+    Once in a full run a new tab never opened (Playwright waited 15 minutes with Chromium idle); a tab that has not
+    opened within a minute now ends that Chromium, and the window starts a fresh one and tries once more."""
+
+    def __init__(self, playwright) -> None:
+        self.playwright = playwright
+        self.launch()
+
+    def launch(self) -> None:
+        self.browser = self.playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        self.context = self.browser.new_context(viewport=PROJECTOR)
+
+    def new_page(self, seconds: float = TAB_SECONDS):
+        from playwright.sync_api import Error
+        for attempt in (1, 2):
+            watchdog = threading.Timer(seconds, end_chromium)
+            watchdog.start()
+            try:
+                return self.context.new_page()
+            except Error:
+                if attempt == 2:
+                    raise
+                print(f"a new tab did not open within {seconds:.0f} s: Chromium restarted", file=sys.stderr)
+                self.launch()
+            finally:
+                watchdog.cancel()
+
+    def close(self) -> None:
+        self.browser.close()
+
+
+def end_chromium() -> None:
+    """Kill the Chromium processes this test process started (a stuck `new_page` then raises instead of waiting)."""
+    for child in psutil.Process().children(recursive=True):
+        if "chrom" in child.name().lower():
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+
 @pytest.fixture(scope="module")
 def window():
-    """One Chromium window at a projector's size for every page: a new tab per test, as a reader opens them
-    (sharing the window's cache of reveal.js and MathJax saved about half a second a page)."""
+    """The Chromium window every page of this module opens in (see `Window`)."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's chromium (.ci/run installs it)")
     with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        yield chromium.new_context(viewport=PROJECTOR)
-        chromium.close()
+        opened = Window(p)
+        yield opened
+        opened.close()
 
 
 @contextlib.contextmanager
