@@ -44,10 +44,12 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
 FORMATS = ("float32", "bfloat16", "int8")
-SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译）", "q4 compiled": "q4（编译）"}  # how the Chinese tables name a row
+SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译）", "q4 compiled": "q4（编译）",
+            "float32 weights-left": "float32（权重在左）", "matmul floor weights-left": "矩阵乘法下限（权重在左）"}  # how the Chinese tables name a row
 ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
 TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
 COMPILED_ROWS = ("float32 compiled", "q4 compiled")  # torch.compile's steps, from 2026-11-29's bench on, where g++ is at hand
+LEFT_ROWS = ("float32 weights-left", "matmul floor weights-left")  # the products written W @ x.T (from 2026-11-29's third run)
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
@@ -162,11 +164,11 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, "matmul floor") if any(
+    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor") if any(
             r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
-        q = results["quality"][fmt] if fmt in FORMATS else None  # the bench measures the quality of its formats only
+        q = results["quality"].get(fmt)  # measured for the formats, not for transformers, llama.cpp, compiled steps or floors
         shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
         rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
                      f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",
@@ -180,7 +182,7 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
-    names = [n for n in (*FORMATS, "q4", "matmul floor") if any(r["format"] == n for r in results["timings"])]
+    names = [n for n in (*FORMATS, "q4", *LEFT_ROWS, "matmul floor") if any(r["format"] == n for r in results["timings"])]
     headers = ["批大小" if language == "zh" else "batch"] + [
         f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"

@@ -38,7 +38,7 @@ class ModelWorkload:
     calls: int
     variants: tuple[ModelVariant, ...] = (ModelVariant(),)
     # lesson 14: weight formats and batch sizes at one prompt length, and greedy tokens per held-out prompt
-    formats: tuple[str, ...] = ("float32", "bfloat16", "int8", "q4")
+    formats: tuple[str, ...] = ("float32", "bfloat16", "int8", "q4", "float32 weights-left")
     batches: tuple[int, ...] = (1, 2, 4, 8, 16)
     format_length: int = 128
     prefill_calls: int = 5

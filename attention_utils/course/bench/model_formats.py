@@ -4,9 +4,11 @@ model_decode.measure_model calls `measure_formats` in the same process, after le
 everything in figures/bench_model.json shares one machine moment. At one prompt length (128 tokens):
 
 - decode: one step of the package in float32, bfloat16, int8 and q4 (the file's own 4-bit blocks,
-  models/q4_weights.py) at every batch size, transformers in float32 on the same GGUF at batch 1,
+  models/q4_weights.py) and of float32 with its products written weights-left (inference/row_products.py)
+  at every batch size, transformers in float32 on the same GGUF at batch 1,
   llama.cpp on the same file at batch 1 when llama-cpp-python is installed (optional; never in CI),
-  and the matmul floor (one F.linear per float32 weight matrix, nothing else) at every batch size;
+  and the matmul floor (one F.linear per float32 weight matrix, nothing else; and the same products
+  weights-left) at every batch size;
   all of them in one loop, one call each per round, the order reversed every other round; medians;
 - the overhead measured away: float32 and q4 decode steps compiled by torch.compile over a fixed-size
   cache (models/compiled_decode.py), in the same loop at batch 1, when a C++ compiler is at hand;
@@ -37,6 +39,7 @@ from ...inference.batched_generation import generate_batch, left_pad
 from ...inference.decode_cost import forward_cost
 from ...inference.kv_cache import KVCache
 from ...inference.held_out import HELD_OUT_TEXT
+from ...inference.row_products import weights_left, weights_left_product
 from ...inference.weight_formats import to_format, weight_bytes
 from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
@@ -51,6 +54,7 @@ HELD_OUT = ["The largest ocean on Earth is", "A recipe for bread needs flour, wa
             "To make a paper plane, first fold", "The train left the station at"]
 TRANSFORMERS = "transformers float32"
 FLOOR = "matmul floor"
+LEFT = "weights-left"  # the float32 products written W @ x.T: "float32 weights-left", "matmul floor weights-left"
 LLAMA_CPP = "llama.cpp"  # llama-cpp-python on the same file, when it is installed (never in CI)
 COMPILED = "compiled"  # a format's decode step under torch.compile: "float32 compiled", "q4 compiled"
 COMPILED_TOKENS = 256  # the fixed cache's length: the prompt, the timed steps and room to spare
@@ -99,13 +103,14 @@ def transformers_step(reference: torch.nn.Module, prompt: torch.Tensor) -> Calla
     return step
 
 
-def floor_step(matrices: list[torch.Tensor], batch: int) -> Callable[[], None]:
-    """Only the matrix products of a decode step: one F.linear per weight matrix on `batch` vectors."""
+def floor_step(matrices: list[torch.Tensor], batch: int, left: bool = False) -> Callable[[], None]:
+    """Only the matrix products of a decode step: one F.linear per weight matrix on `batch` vectors (or weights-left)."""
     vectors = {width: torch.randn(batch, width) for width in {w.shape[1] for w in matrices}}
+    product = weights_left_product if left else F.linear
 
     def step() -> None:
         for weight in matrices:
-            F.linear(vectors[weight.shape[1]], weight)
+            product(vectors[weight.shape[1]], weight)
     return step
 
 
@@ -121,8 +126,8 @@ def load_reference() -> torch.nn.Module:
 def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
     """Every timing row, the roofs and the quality per format, in this process (model: float32 as lesson 13 loads it)."""
     config, length = model.config, workload.format_length
-    models = {name: model if name == "float32" else to_q4(model) if name == "q4" else to_format(model, name)
-              for name in workload.formats}
+    models = {name: model if name == "float32" else to_q4(model) if name == "q4" else
+              weights_left(model) if name == f"float32 {LEFT}" else to_format(model, name) for name in workload.formats}
     sizes = {name: weight_bytes(m) for name, m in models.items()}
     file_bytes = sum(tensor_bytes(entry) for entry in read_gguf().tensors.values())
     try:
@@ -138,6 +143,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
             decode[name, batch], caches[name, batch] = package_step(m, prompt, batch)
     for batch in workload.batches:
         decode[FLOOR, batch] = floor_step(matrices, batch)
+        if f"float32 {LEFT}" in models:
+            decode[f"{FLOOR} {LEFT}", batch] = floor_step(matrices, batch, left=True)
     if reference is not None:
         decode[TRANSFORMERS, 1] = transformers_step(reference, prompt)
     compiled = {name: compiled_step(models[name], prompt) for name in workload.compiled}
@@ -158,8 +165,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
             new, earlier = (1, length) if phase == "decode" else (length, 0)
             cost = forward_cost(config, new, earlier, batch=batch)
             held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes}.get(
-                name.removesuffix(f" {COMPILED}"), sizes["float32"])
-            cache = cost.cache_bytes if name != FLOOR else 0
+                name.removesuffix(f" {COMPILED}").removesuffix(f" {LEFT}"), sizes["float32"])
+            cache = cost.cache_bytes if not name.startswith(FLOOR) else 0
             if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number
                 cache //= 2
             rows.append({"format": name, "batch": batch, "phase": phase, "length": length, "ms": ms,

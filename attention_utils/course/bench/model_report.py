@@ -107,10 +107,10 @@ def formats_markdown(results: dict) -> list[str]:
         "```", model_format_table(results), "", model_batch_table(results), "```", "",
         "The package's targets, checked against this run (lesson 14 prints the measured ratios without them and explains "
         "each; with a fixed cost t0 > 0 halving the bytes gives less than 2×):", "",
-        *[f"- {line}" for line in model_verdict_lines(results) + q4_lines(results)], "",
+        *[f"- {line}" for line in model_verdict_lines(results) + q4_lines(results) + left_lines(results)], "",
         "辅助包的各项目标与这次运行的核对（第 14 课只打印实测的比值，不列目标，并逐一解释；固定开销 t0 > 0 时，字节数减半带来的加速"
         "不到 2 倍）：", "",
-        *[f"- {line}" for line in model_verdict_lines(results, "zh") + q4_lines(results, "zh")], "",
+        *[f"- {line}" for line in model_verdict_lines(results, "zh") + q4_lines(results, "zh") + left_lines(results, "zh")], "",
         "![Lesson 14: the roofline of the bench machine with the measured decode and prefill points](figures/bench_model_en.png)",
         "", "![第 14 课：基准测试机器的屋顶线图与实测的解码、预填充各点](figures/bench_model_zh.png)",
     ]
@@ -167,6 +167,32 @@ def compiled_lines(results: dict) -> tuple[list[str], list[str]]:
             en.append(f"{mark} q4 compiled takes {q4 / ms['llama.cpp']:.2f}× as long as llama.cpp (target ≤ 1.5×)")
             zh.append(f"{mark} q4 编译后一步用时是 llama.cpp 的 {q4 / ms['llama.cpp']:.2f} 倍（目标 ≤ 1.5）")
     return en, zh
+
+
+def left_lines(results: dict, language: str = "en") -> list[str]:
+    """float32 with its products written weights-left (W @ x.T): its step and floor against nn.Linear's, its reading
+    speed against the read roof, and q4 against it (issue 41's floor and issue 48's 3x read against the faster float32)."""
+    ms = {r["format"]: r["ms"] for r in results["timings"] if r["batch"] == 1 and r["phase"] == "decode"}
+    if "float32 weights-left" not in ms:
+        return []
+    left, floor_left = ms["float32 weights-left"], ms["matmul floor weights-left"]
+    rate = model_timing(results, "float32 weights-left")["weight_bytes"] / left / 1e6  # GB/s over the whole step
+    roof, q4 = results["roofs"]["bandwidth_gb_s"], ms.get("q4 compiled", ms.get("q4"))
+    q4_name = "q4 compiled" if "q4 compiled" in ms else "q4"
+    mark = "✅" if floor_left / left >= 0.9 else "❌"
+    en = [f"float32 weights-left (W @ x.T): {left:.1f} ms against nn.Linear's {ms['float32']:.1f} ({ms['float32'] / left:.2f}×); "
+          f"its products alone {floor_left:.1f} ms against {ms['matmul floor']:.1f}; the whole step reads the weights at "
+          f"{rate:.1f} GB/s (read roof {roof:.1f})",
+          f"{mark} float32 weights-left at {floor_left / left:.2f} of its own matmul floor's speed (issue 41's target ≥ 0.9)"]
+    zh = [f"float32 权重在左（W @ x.T）：{left:.1f} 毫秒，nn.Linear 的写法是 {ms['float32']:.1f}（快 {ms['float32'] / left:.2f} 倍）；"
+          f"只算矩阵乘法 {floor_left:.1f} 毫秒，nn.Linear 是 {ms['matmul floor']:.1f}；整步读权重的速度是 {rate:.1f} GB/s"
+          f"（读取屋顶 {roof:.1f}）",
+          f"{mark} float32 权重在左时，速度是它自己的矩阵乘法下限的 {floor_left / left:.2f} 倍（第 41 号议题的目标 ≥ 0.9）"]
+    if q4 is not None:
+        mark = "✅" if left / q4 >= Q4_TARGETS["float32"] else "❌"
+        en.append(f"{mark} {q4_name} against float32 weights-left: {left / q4:.2f}× as fast (target ≥ 3×)")
+        zh.append(f"{mark} {q4_name.replace(' compiled', '（编译）')} 与 float32 权重在左相比：速度是它的 {left / q4:.2f} 倍（目标 ≥ 3）")
+    return zh if language == "zh" else en
 
 
 Q4_TARGETS = {"float32": 3.0, "llama.cpp": 1.5}  # issue 48: q4's speed over float32, its time over llama.cpp's
