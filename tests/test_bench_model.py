@@ -166,6 +166,19 @@ def test_compiled_lines_read_the_compiled_rows_against_the_floor_float32_and_lla
     assert len(model_report.q4_lines(saved)) == 2
 
 
+def test_left_lines_read_the_weights_left_rows_against_nn_linear_the_roof_and_q4():
+    timings = [{"format": f, "batch": 1, "phase": "decode", "ms": ms, "weight_bytes": 540e6} for f, ms in (
+        ("float32", 60.0), ("q4", 36.0), ("matmul floor", 45.0), ("float32 weights-left", 30.0),
+        ("matmul floor weights-left", 18.0), ("q4 compiled", 12.0))]
+    saved = {"timings": timings, "roofs": {"bandwidth_gb_s": 24.0}}
+    en, zh = model_report.left_lines(saved), model_report.left_lines(saved, "zh")
+    # by hand: 60 / 30 = 2.00×; 540 MB / 30 ms = 18.0 GB/s; 18 / 30 = 0.60 of its floor; 30 / 12 = 2.50× for q4 compiled
+    assert "30.0 ms against nn.Linear's 60.0 (2.00×)" in en[0] and "18.0 GB/s (read roof 24.0)" in en[0]
+    assert en[1].startswith("❌") and "0.60 of its own matmul floor" in en[1]
+    assert en[2].startswith("❌ q4 compiled") and "2.50×" in en[2] and "2.50 倍" in zh[2] and len(zh) == 3
+    assert model_report.left_lines({"timings": timings[:3], "roofs": saved["roofs"]}) == []  # a run before the rows
+
+
 def no_transformers():
     raise ImportError("transformers is left out of this test")
 
@@ -191,3 +204,4 @@ def test_the_q4_row_is_timed_with_the_others_and_counts_the_files_bytes(smollm2,
     assert rows["q4", 1, "decode"]["cache_bytes"] == rows["float32", 1, "decode"]["cache_bytes"]  # q4's cache is float32
     assert set(found["kernel"]) >= {"cpu_capability", "avx512_bf16", "amx_bf16"}
     assert found["quality"]["q4"]["largest_logit_difference"] > 0
+    assert ("float32 weights-left", 1, "decode") not in rows  # only where the workload names it (the bench's default does)

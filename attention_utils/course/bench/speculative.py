@@ -5,6 +5,9 @@ tokens after a prompt, k = 0..8, timed in alternating order (medians); one decod
 against one of the model (its cost d in decode steps); then greedy decoding of a fixed set of prompts,
 plain and speculative with each draft and k, each run timed whole (prefill included). Every speculative run's
 tokens are compared with plain decoding's; the predicted speed-up uses the measured alpha, c(k) and d only.
+All of it once more with the model's products written weights-left (inference/row_products.py), for the
+model that checks and for plain decoding alike, with the same drafts: the kernel torch picks for one row and
+for a few rows changes c(k) and d, and this part shows how much of the speed-up that decides.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import torch
 
 from ...inference.generation import generate
 from ...inference.kv_cache import KVCache
+from ...inference.row_products import weights_left
 from ...inference.speculative import ModelDraft, PromptLookup, early_exit, speculative_greedy
 from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, verification_cost
 from ...inference.weight_formats import to_format, weight_bytes
@@ -32,6 +36,8 @@ from .report import save_json, update_readme
 DRAFTS = ("prompt lookup", "int8", "bfloat16", "early exit")
 NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("the model in int8", "int8 的同一模型"),
          "bfloat16": ("the model in bfloat16", "bfloat16 的同一模型"), "early exit": ("early exit", "提前退出")}
+TABLE_HEAD = ["| draft / 草稿 | k | alpha | tokens per pass / 每次前向的词元 | d | speed-up / 加速比 | predicted / 预测 | "
+              "same tokens / 输出相同 |", "|---|---|---|---|---|---|---|---|"]
 PROMPTS = ("Monday, Tuesday, Wednesday, Thursday,", "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n",
            "The cat sat on the mat. The dog sat on the", "Once upon a time, there was a little")
 
@@ -95,6 +101,14 @@ def measure_speculative(workload: SpeculativeWorkload, threads: int) -> dict:
         found["draft_step_ms"] = draft_steps({"model": model, **models}, prompts[0], workload.calls)
         found["weight_bytes"] = {name: weight_bytes(m) for name, m in {"model": model, **models}.items()}
         found["runs"] = runs(model, models, prompts, workload)
+        left = weights_left(model)
+        found["weights_left"] = {
+            "verification_ms": {str(k): ms for k, ms in verification_cost(left, prompts[0], workload.most, workload.calls).items()},
+            "draft_step_ms": draft_steps({"model": left, **models}, prompts[0], workload.calls),
+            "runs": runs(left, models, prompts, workload),
+            "plain_tokens_equal_nn_linear": all(torch.equal(generate(left, p, workload.new_tokens, KVCache(c.num_layers)).tokens,
+                                                            generate(model, p, workload.new_tokens, KVCache(c.num_layers)).tokens)
+                                                for p in prompts)}
     found["context"], found["load_average"] = context, list(os.getloadavg())
     return found
 
@@ -176,6 +190,7 @@ def run_speculative(workload: SpeculativeWorkload, threads: int, out: Path, quic
                    **run_in_child(measure_speculative, workload, threads)}
         if "runs" in results:
             results["summary"] = summary(results)
+            results["summary_weights_left"] = summary({**results, **results["weights_left"]})
     folder = out if quick else ROOT / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     save_json(results, out / "speculative.json" if quick else SAVED_SPECULATIVE)
@@ -205,16 +220,28 @@ def speculative_markdown(results: dict) -> str:
         f"与一步解码的耗时之比（交替调用 {work['calls']} 次，取中位数）；d 是草稿模型一步与原模型一步之比。预测只用到 alpha、c 和 d。"
         f"运行结束时的平均负载：{'、'.join(load) or '未记录'}。",
         "",
-        "| draft / 草稿 | k | alpha | tokens per pass / 每次前向的词元 | d | speed-up / 加速比 | predicted / 预测 | same tokens / 输出相同 |",
-        "|---|---|---|---|---|---|---|---|",
+        *TABLE_HEAD,
     ]
-    for row in results["summary"]:
-        en, zh = NAMES[row["draft"]]
-        lines.append(f"| {en} / {zh} | {row['k']} | {row['alpha']:.2f} | {row['tokens_per_pass']:.2f} | "
-                     f"{row['draft_cost']:.2f} | {row['speedup']:.2f}× | {row['predicted']:.2f}× | "
-                     f"{'yes / 是' if row['same'] else 'NO / 否'} |")
+    lines += summary_rows(results["summary"])
+    if "summary_weights_left" in results:
+        left = results["weights_left"]
+        lines += ["", "The same with the model's products written weights-left (`W @ x.T`, lesson 14), for the model that checks "
+                  f"and for plain decoding alike: one decode step {left['draft_step_ms']['model']:.1f} ms against "
+                  f"{results['draft_step_ms']['model']:.1f} with `nn.Linear`; plain greedy tokens equal `nn.Linear`'s: "
+                  f"{'yes' if left['plain_tokens_equal_nn_linear'] else 'NO'}.", "",
+                  "模型的矩阵乘法改成权重在左（`W @ x.T`，第 14 课）之后再测一遍，检查用的模型和普通解码都这样算：一步解码 "
+                  f"{left['draft_step_ms']['model']:.1f} 毫秒，用 `nn.Linear` 时是 {results['draft_step_ms']['model']:.1f} 毫秒；"
+                  f"普通贪心解码的词元与 `nn.Linear` 的{'相同' if left['plain_tokens_equal_nn_linear'] else '不同'}。", "",
+                  *TABLE_HEAD, *summary_rows(results["summary_weights_left"])]
     return "\n".join([*lines, "", "![Speculative decoding: the cost of checking and the speed-up per draft](figures/bench_speculative_en.png)",
                       "", "![投机解码：检查的代价与每种草稿的加速比](figures/bench_speculative_zh.png)"])
+
+
+def summary_rows(summary_list: list[dict]) -> list[str]:
+    """The README table's rows, one per draft and k."""
+    return [f"| {NAMES[row['draft']][0]} / {NAMES[row['draft']][1]} | {row['k']} | {row['alpha']:.2f} | "
+            f"{row['tokens_per_pass']:.2f} | {row['draft_cost']:.2f} | {row['speedup']:.2f}× | {row['predicted']:.2f}× | "
+            f"{'yes / 是' if row['same'] else 'NO / 否'} |" for row in summary_list]
 
 
 def plot_speculative(results: dict, folder: Path, language: str) -> Path:
