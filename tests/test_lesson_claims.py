@@ -284,6 +284,20 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
             assert number in text, (language, number)
 
 
+def test_lesson14_weights_left_as_the_stored_live_lines_show(decoding):
+    """The paragraph after the live steps quotes nn.Linear's and weights-left's float32 times, their ratio and the bytes."""
+    outputs = stored_text(decoding)
+    linear, predicted = printed(r"float32 +measured +([\d.]+) ms, from its bytes +([\d.]+) ms\nfloat32 weights-left", outputs).groups()
+    left, left_predicted = printed(r"float32 weights-left measured +([\d.]+) ms, from its bytes +([\d.]+) ms", outputs).groups()
+    assert left_predicted == predicted  # "the same bytes and so the same ... ms predicted from them"
+    ratio = f"{float(linear) / float(left):.1f}"
+    assert float(linear) - float(left) > (float(linear) - float(predicted)) / 2  # "most of float32's distance from its bytes"
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        for number in (linear, left, predicted, ratio):
+            assert number in text, (language, number)
+
+
 def test_lesson14_batch_checks_and_bfloat16_behind_float32(decoding):
     outputs = stored_text(decoding)
     assert "largest logit difference below 1e-4: True" in outputs
