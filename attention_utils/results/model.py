@@ -168,7 +168,8 @@ def model_format_table(results: dict, language: str = "en") -> str:
             r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
-        q = results["quality"].get(fmt)  # measured for the formats, not for transformers, llama.cpp, compiled steps or floors
+        # measured for every format (a missing one is named), not for transformers, llama.cpp, compiled steps or floors
+        q = results["quality"][fmt] if fmt in FORMATS or fmt in results["quality"] else None
         shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
         rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
                      f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",
