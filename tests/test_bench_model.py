@@ -177,6 +177,11 @@ def test_left_lines_read_the_weights_left_rows_against_nn_linear_the_roof_and_q4
     assert en[1].startswith("❌") and "0.60 of its own matmul floor" in en[1]
     assert en[2].startswith("❌ q4 compiled") and "2.50×" in en[2] and "2.50 倍" in zh[2] and len(zh) == 3
     assert model_report.left_lines({"timings": timings[:3], "roofs": saved["roofs"]}) == []  # a run before the rows
+    saved["timings"].append({"format": "float32 weights-left compiled", "batch": 1, "phase": "decode", "ms": 20.0})
+    en, zh = model_report.left_lines(saved), model_report.left_lines(saved, "zh")
+    # by hand: 18 / 20 = 0.90 of its floor; q4 compiled against the compiled float32 step: 20 / 12 = 1.67×
+    assert en[2].startswith("✅ float32 weights-left compiled: 20.0 ms, 0.90 of its own matmul floor")
+    assert "q4 compiled against float32 weights-left compiled: 1.67×" in en[3] and "float32（权重在左，编译）" in zh[3]
 
 
 def no_transformers():

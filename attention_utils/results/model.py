@@ -45,11 +45,12 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
 FORMATS = ("float32", "bfloat16", "int8")
 SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译）", "q4 compiled": "q4（编译）",
-            "float32 weights-left": "float32（权重在左）", "matmul floor weights-left": "矩阵乘法下限（权重在左）"}  # how the Chinese tables name a row
+            "float32 weights-left": "float32（权重在左）", "float32 weights-left compiled": "float32（权重在左，编译）",
+            "matmul floor weights-left": "矩阵乘法下限（权重在左）"}  # how the Chinese tables name a row
 ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
 TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
 COMPILED_ROWS = ("float32 compiled", "q4 compiled")  # torch.compile's steps, from 2026-11-29's bench on, where g++ is at hand
-LEFT_ROWS = ("float32 weights-left", "matmul floor weights-left")  # the products written W @ x.T (from 2026-11-29's third run)
+LEFT_ROWS = ("float32 weights-left", "float32 weights-left compiled", "matmul floor weights-left")  # W @ x.T products
 TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
@@ -183,7 +184,8 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
-    names = [n for n in (*FORMATS, "q4", *LEFT_ROWS, "matmul floor") if any(r["format"] == n for r in results["timings"])]
+    every_batch = (*FORMATS, "q4", "float32 weights-left", "matmul floor weights-left", "matmul floor")  # not the compiled rows
+    names = [n for n in every_batch if any(r["format"] == n for r in results["timings"])]
     headers = ["批大小" if language == "zh" else "batch"] + [
         f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"

@@ -46,7 +46,7 @@ class ModelWorkload:
     compiled: tuple[str, ...] = ()  # formats also timed compiled: a minute or two each to compile, so only the full run
 
 
-MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=15, compiled=("float32", "q4"))
+MODEL_FULL = ModelWorkload(lengths=(32, 128, 512), calls=15, compiled=("float32", "q4", "float32 weights-left"))
 MODEL_QUICK = ModelWorkload(lengths=(8, 16), calls=2, batches=(1, 2), format_length=16, prefill_calls=2, new_tokens=4)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...language import LANGUAGES
 from ...results import (
-    ROOT, SAVED_MODEL, load_saved, model_batch_table, model_format_table, model_rows, model_timing, model_verdict_lines,
+    ROOT, SAVED_MODEL, SHOWN_ZH, load_saved, model_batch_table, model_format_table, model_rows, model_timing, model_verdict_lines,
 )
 from .harness import environment, run_in_child
 from .model_decode import ModelWorkload, measure_model
@@ -184,14 +184,23 @@ def left_lines(results: dict, language: str = "en") -> list[str]:
           f"its products alone {floor_left:.1f} ms against {ms['matmul floor']:.1f}; the whole step reads the weights at "
           f"{rate:.1f} GB/s (read roof {roof:.1f})",
           f"{mark} float32 weights-left at {floor_left / left:.2f} of its own matmul floor's speed (issue 41's target ≥ 0.9)"]
-    zh = [f"float32 权重在左（W @ x.T）：{left:.1f} 毫秒，nn.Linear 的写法是 {ms['float32']:.1f}（快 {ms['float32'] / left:.2f} 倍）；"
+    zh = [f"float32 权重在左（W @ x.T）：{left:.1f} 毫秒，nn.Linear 的写法是 {ms['float32']:.1f}（速度是它的 {ms['float32'] / left:.2f} 倍）；"
           f"只算矩阵乘法 {floor_left:.1f} 毫秒，nn.Linear 是 {ms['matmul floor']:.1f}；整步读权重的速度是 {rate:.1f} GB/s"
           f"（读取屋顶 {roof:.1f}）",
           f"{mark} float32 权重在左时，速度是它自己的矩阵乘法下限的 {floor_left / left:.2f} 倍（第 41 号议题的目标 ≥ 0.9）"]
-    if q4 is not None:
-        mark = "✅" if left / q4 >= Q4_TARGETS["float32"] else "❌"
-        en.append(f"{mark} {q4_name} against float32 weights-left: {left / q4:.2f}× as fast (target ≥ 3×)")
-        zh.append(f"{mark} {q4_name.replace(' compiled', '（编译）')} 与 float32 权重在左相比：速度是它的 {left / q4:.2f} 倍（目标 ≥ 3）")
+    if "float32 weights-left compiled" in ms:
+        compiled = ms["float32 weights-left compiled"]
+        mark = "✅" if floor_left / compiled >= 0.9 else "❌"
+        en.append(f"{mark} float32 weights-left compiled: {compiled:.1f} ms, {floor_left / compiled:.2f} of its own matmul floor's "
+                  "speed (issue 41's target ≥ 0.9)")
+        zh.append(f"{mark} float32 权重在左并编译：{compiled:.1f} 毫秒，速度是它自己的矩阵乘法下限的 {floor_left / compiled:.2f} 倍"
+                  "（第 41 号议题的目标 ≥ 0.9）")
+    base = "float32 weights-left compiled" if "float32 weights-left compiled" in ms else "float32 weights-left"
+    if q4 is not None:  # read against the faster float32 step
+        mark = "✅" if ms[base] / q4 >= Q4_TARGETS["float32"] else "❌"
+        en.append(f"{mark} {q4_name} against {base}: {ms[base] / q4:.2f}× as fast (target ≥ 3×)")
+        q4_zh = SHOWN_ZH.get(q4_name, q4_name + " ")  # "q4（编译）" closes with a full-width bracket; plain "q4" needs a space
+        zh.append(f"{mark} {q4_zh}与 {SHOWN_ZH[base]}相比：速度是它的 {ms[base] / q4:.2f} 倍（目标 ≥ 3）")
     return zh if language == "zh" else en
 
 
