@@ -48,3 +48,18 @@ def test_the_model_copy_shares_every_weight_and_decodes_the_same_tokens():
 
 def test_something_that_is_not_a_module_is_refused():
     assert_contract_error(lambda: weights_left("SmolLM2"), "model", "LlamaModel", kind=TypeError)
+
+
+def test_smollm2_weights_left_decodes_its_greedy_tokens_and_a_speculative_pass_agrees(smollm2):
+    """The real model: 16 greedy tokens equal, and the scores of a 5-token pass (the few-row path) within float32 rounding."""
+    model, tokenizer = smollm2
+    left = weights_left(model)
+    prompt = torch.tensor([tokenizer.encode("The capital of France is")])
+    layers = model.config.num_layers
+    with torch.no_grad():
+        assert torch.equal(generate(left, prompt, 16, KVCache(layers)).tokens, generate(model, prompt, 16, KVCache(layers)).tokens)
+        mine, theirs = KVCache(layers), KVCache(layers)
+        left(prompt, cache=mine)
+        model(prompt, cache=theirs)
+        block = torch.tensor([[11, 22, 33, 44, 55]])
+        torch.testing.assert_close(left(block, cache=mine), model(block, cache=theirs), rtol=1e-4, atol=1e-4)
