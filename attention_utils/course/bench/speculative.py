@@ -6,8 +6,9 @@ against one of the model (its cost d in decode steps); then greedy decoding of a
 plain and speculative with each draft and k, each run timed whole (prefill included). Every speculative run's
 tokens are compared with plain decoding's; the predicted speed-up uses the measured alpha, c(k) and d only.
 All of it once more with the model's products written weights-left (inference/row_products.py), for the
-model that checks and for plain decoding alike, with the same drafts: the kernel torch picks for one row and
-for a few rows changes c(k) and d, and this part shows how much of the speed-up that decides.
+model that checks and for plain decoding alike (the int8 and bfloat16 drafts unchanged, the early exit taken
+from the weights-left model): the kernel torch picks for one row and for a few rows changes c(k) and d, and
+this part shows how much of the speed-up that decides.
 """
 
 from __future__ import annotations
@@ -102,10 +103,11 @@ def measure_speculative(workload: SpeculativeWorkload, threads: int) -> dict:
         found["weight_bytes"] = {name: weight_bytes(m) for name, m in {"model": model, **models}.items()}
         found["runs"] = runs(model, models, prompts, workload)
         left = weights_left(model)
+        left_drafts = {**models, "early exit": early_exit(left, workload.exit_layers)}  # its first layers, weights-left too
         found["weights_left"] = {
             "verification_ms": {str(k): ms for k, ms in verification_cost(left, prompts[0], workload.most, workload.calls).items()},
-            "draft_step_ms": draft_steps({"model": left, **models}, prompts[0], workload.calls),
-            "runs": runs(left, models, prompts, workload),
+            "draft_step_ms": draft_steps({"model": left, **left_drafts}, prompts[0], workload.calls),
+            "runs": runs(left, left_drafts, prompts, workload),
             "plain_tokens_equal_nn_linear": all(torch.equal(generate(left, p, workload.new_tokens, KVCache(c.num_layers)).tokens,
                                                             generate(model, p, workload.new_tokens, KVCache(c.num_layers)).tokens)
                                                 for p in prompts)}
@@ -226,10 +228,10 @@ def speculative_markdown(results: dict) -> str:
     if "summary_weights_left" in results:
         left = results["weights_left"]
         lines += ["", "The same with the model's products written weights-left (`W @ x.T`, lesson 14), for the model that checks "
-                  f"and for plain decoding alike: one decode step {left['draft_step_ms']['model']:.1f} ms against "
+                  f"and for plain decoding alike (the early exit is its first layers): one decode step {left['draft_step_ms']['model']:.1f} ms against "
                   f"{results['draft_step_ms']['model']:.1f} with `nn.Linear`; plain greedy tokens equal `nn.Linear`'s: "
                   f"{'yes' if left['plain_tokens_equal_nn_linear'] else 'NO'}.", "",
-                  "模型的矩阵乘法改成权重在左（`W @ x.T`，第 14 课）之后再测一遍，检查用的模型和普通解码都这样算：一步解码 "
+                  "模型的矩阵乘法改成权重在左（`W @ x.T`，第 14 课）之后再测一遍，检查用的模型和普通解码都这样算（提前退出取的是它的前几层）：一步解码 "
                   f"{left['draft_step_ms']['model']:.1f} 毫秒，用 `nn.Linear` 时是 {results['draft_step_ms']['model']:.1f} 毫秒；"
                   f"普通贪心解码的词元与 `nn.Linear` 的{'相同' if left['plain_tokens_equal_nn_linear'] else '不同'}。", "",
                   *TABLE_HEAD, *summary_rows(results["summary_weights_left"])]

@@ -1,0 +1,30 @@
+"""`make bench BENCH_ARGS="--speculative --quick"` on SmolLM2: every run, with nn.Linear and with weights-left products,
+gives plain greedy decoding's tokens, and the quick run writes only its own folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from attention_utils import results
+from attention_utils.course.bench.speculative import DRAFTS, SPECULATIVE_QUICK
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_quick_run_checks_both_products_and_writes_only_its_own_folder(tmp_path):
+    saved = results.SAVED_SPECULATIVE
+    stamp = saved.stat().st_mtime_ns
+    done = subprocess.run([sys.executable, "-m", "attention_utils.course.bench", "--speculative", "--quick", "--threads", "1",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads((tmp_path / "speculative.json").read_text(encoding="utf-8"))
+    expected = [(name, k) for name in DRAFTS for k in SPECULATIVE_QUICK.ks]
+    for part in ("summary", "summary_weights_left"):
+        assert [(row["draft"], row["k"]) for row in found[part]] == expected
+        assert all(row["same"] for row in found[part]), part  # every speculative run gave plain greedy decoding's tokens
+    assert found["weights_left"]["plain_tokens_equal_nn_linear"]
+    assert set(found["weights_left"]["verification_ms"]) == {str(k) for k in range(SPECULATIVE_QUICK.most + 1)}
+    assert saved.stat().st_mtime_ns == stamp  # --quick leaves figures/ alone
