@@ -37,7 +37,7 @@ PROJECTOR = {"width": 1280, "height": 800}
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 RAW_FORMULA = re.compile(r"\$[^$\s][^$]*\$")
 LANGUAGES = ("en", "zh")
-TAB_SECONDS = 60  # a new tab opens in well under a second here
+TAB_SECONDS = 60  # a tab opens and closes in well under a second here
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=NAMES)
@@ -161,8 +161,9 @@ class Window:
     """One Chromium window at a projector's size for every page: a new tab per test, as a reader opens them
     (sharing the window's cache of reveal.js and MathJax saved about half a second a page).
 
-    Once in a full run a new tab never opened (Playwright waited 15 minutes with Chromium idle); a tab that has not
-    opened within a minute now ends that Chromium, and the window starts a fresh one and tries once more."""
+    Twice in full runs Chromium stopped answering around lesson 13's page, idle (once a new tab waited 15 minutes,
+    once closing the tab waited 10): opening or closing a tab that takes more than a minute ends that Chromium, and
+    the next tab starts a fresh one."""
 
     def __init__(self, playwright) -> None:
         self.playwright = playwright
@@ -175,24 +176,37 @@ class Window:
     def new_page(self, seconds: float = TAB_SECONDS):
         from playwright.sync_api import Error
         for attempt in (1, 2):
-            watchdog = threading.Timer(seconds, end_chromium)
-            watchdog.start()
             try:
-                return self.context.new_page()
+                with watchdog(seconds):
+                    return self.context.new_page()
             except Error:
                 if attempt == 2:
                     raise
-                print(f"a new tab did not open within {seconds:.0f} s: Chromium restarted", file=sys.stderr)
+                print(f"no new tab within {seconds:.0f} s, or Chromium was ended: Chromium restarted", file=sys.stderr)
                 self.launch()
-            finally:
-                watchdog.cancel()
+
+    def close_page(self, page, seconds: float = TAB_SECONDS) -> None:
+        from playwright.sync_api import Error
+        with watchdog(seconds), contextlib.suppress(Error):  # a tab of an ended Chromium is closed with it
+            page.close()
 
     def close(self) -> None:
         self.browser.close()
 
 
+@contextlib.contextmanager
+def watchdog(seconds: float):
+    """End this process's Chromium if the block is still running after `seconds` (a stuck call then raises)."""
+    timer = threading.Timer(seconds, end_chromium)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def end_chromium() -> None:
-    """Kill the Chromium processes this test process started (a stuck `new_page` then raises instead of waiting)."""
+    """Kill the Chromium processes this test process started."""
     for child in psutil.Process().children(recursive=True):
         if "chrom" in child.name().lower():
             with contextlib.suppress(psutil.Error):
@@ -230,7 +244,7 @@ def offline_page(window):
     try:
         yield page, outside, failed
     finally:
-        page.close()
+        window.close_page(page)
 
 
 def wait_for_mathjax(page) -> None:
