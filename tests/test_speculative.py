@@ -12,8 +12,6 @@ from attention_utils.inference.paged_cache import PagedCache, paged_kv_cache
 from attention_utils.inference.quantized_cache import quantized_kv_cache
 from attention_utils.inference.speculative import (ModelDraft, PromptLookup, accept_or_resample, early_exit,
                                                    speculative_greedy)
-from attention_utils.language import choose_language
-from attention_utils.results import weights_left_lines
 import tiny_models
 from contract_helpers import assert_contract_error
 
@@ -193,23 +191,3 @@ def test_the_rule_refuses_rows_that_are_not_probabilities():
     assert_contract_error(lambda: accept_or_resample(p[:1], q, [1]), "target")
     assert_contract_error(lambda: accept_or_resample(p, torch.tensor([[1.0, 0, 0, 0]]), [2]), "drafted")
     assert accept_or_resample(p, q, [3], torch.Generator().manual_seed(0))[0] == 3  # p = q: always accepted
-
-
-def test_the_weights_left_lines_read_the_second_part_of_the_saved_run():
-    row = {"draft": "int8", "k": 4, "alpha": 0.9, "tokens_per_pass": 4.0, "expected_tokens_per_pass": 4.1,
-           "draft_cost": 0.8, "speedup": 1.1, "predicted": 1.05, "same": True}
-    saved = {"draft_step_ms": {"model": 60.0}, "runs": [{"draft": "plain", "seconds": 2.0}, {"draft": "plain", "seconds": 2.0}],
-             "weights_left": {"draft_step_ms": {"model": 30.0}, "verification_ms": {"0": 30.0, "1": 45.0, "2": 60.0},
-                              "plain_tokens_equal_nn_linear": True,
-                              "runs": [{"draft": "int8", "k": 4, "seconds": 1.0}, {"draft": "int8", "k": 2, "seconds": 9.0}]},
-             "summary_weights_left": [row]}
-    lines = weights_left_lines(saved)
-    # by hand: 60 / 30 = 2.00x; c = 30/30, 45/30, 60/30; plain nn.Linear 4.0 s over the int8 k = 4 runs' 1.0 s = 4.00x
-    assert "60.0 ms, weights-left 30.0 ms (2.00x as fast)" in lines[0] and lines[1].endswith("k = 0..2: 1.00, 1.50, 2.00")
-    assert "int8 model at k = 4, 1.10x plain weights-left decoding (predicted 1.05x), 4.00x plain nn.Linear" in lines[2]
-    assert lines[3].endswith("True") and "no weights-left part" in weights_left_lines({})[0]
-    choose_language("zh")
-    try:
-        assert "快 2.00 倍" in weights_left_lines(saved)[0] and "没有权重在左" in weights_left_lines({})[0]
-    finally:
-        choose_language("en")

@@ -56,26 +56,3 @@ def speculative_verdict_lines(results: dict, language: str = "en") -> list[str]:
         or text("none", "没有")))
     return lines
 
-
-def weights_left_lines(results: dict) -> list[str]:
-    """The saved run again with the model's products written weights-left (lesson 14): its step, c(k) and best draft,
-    in the language chosen for the lesson."""
-    if "summary_weights_left" not in results:
-        return [text("the saved run has no weights-left part (it ran before that part was added)",
-                     "保存的这次结果里没有权重在左的部分（那时还没有加入这一项）")]
-    left = results["weights_left"]
-    step, linear_step = left["draft_step_ms"]["model"], results["draft_step_ms"]["model"]
-    costs = ", ".join(f"{ms / left['verification_ms']['0']:.2f}" for _, ms in sorted(left["verification_ms"].items(), key=lambda kv: int(kv[0])))
-    top = max(results["summary_weights_left"], key=lambda r: r["speedup"])
-    plain_linear = sum(r["seconds"] for r in results["runs"] if r["draft"] == "plain")
-    spent = sum(r["seconds"] for r in left["runs"] if r["draft"] == top["draft"] and r.get("k") == top["k"])
-    same = left["plain_tokens_equal_nn_linear"] and all(r["same"] for r in results["summary_weights_left"])
-    return [text(f"one decode step: nn.Linear {linear_step:.1f} ms, weights-left {step:.1f} ms ({linear_step / step:.2f}x as fast)",
-                 f"一步解码：nn.Linear {linear_step:.1f} 毫秒，权重在左 {step:.1f} 毫秒（快 {linear_step / step:.2f} 倍）"),
-            text(f"c(k) weights-left, k = 0..{len(left['verification_ms']) - 1}: {costs}",
-                 f"权重在左时的 c(k)，k = 0..{len(left['verification_ms']) - 1}：{costs}"),
-            text(f"fastest: {_name(top['draft'], 'en')} at k = {top['k']}, {top['speedup']:.2f}x plain weights-left decoding "
-                 f"(predicted {top['predicted']:.2f}x), {plain_linear / spent:.2f}x plain nn.Linear decoding",
-                 f"最快的是 k = {top['k']} 的{_name(top['draft'], 'zh')}：普通权重在左解码的 {top['speedup']:.2f} 倍"
-                 f"（预测 {top['predicted']:.2f} 倍），普通 nn.Linear 解码的 {plain_linear / spent:.2f} 倍"),
-            text(f"every output equal to plain nn.Linear greedy decoding: {same}", f"所有输出都与普通 nn.Linear 贪心解码相同：{same}")]
