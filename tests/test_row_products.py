@@ -28,8 +28,9 @@ def test_a_layer_shares_the_weight_and_bias_and_adds_the_bias():
     assert layer.weight is linear.weight and layer.bias is linear.bias
     x = torch.randn(3, 24)
     torch.testing.assert_close(layer(x), linear(x), rtol=1e-5, atol=1e-6)
-    assert_contract_error(lambda: layer(torch.randn(3, 25)), "x", "(..., 24)")
-    assert_contract_error(lambda: layer(torch.randn(3, 24, dtype=torch.float64)), "x", "float32")
+    assert_contract_error(lambda: layer(torch.randn(3, 25)), "x", "(..., 24)", kind=ValueError)
+    assert_contract_error(lambda: layer(torch.randn(3, 24, dtype=torch.float64)), "x", "float32", kind=TypeError)
+    assert_contract_error(lambda: layer([0.5] * 24), "x", "float32", kind=TypeError)
 
 
 def test_the_model_copy_shares_every_weight_and_decodes_the_same_tokens():

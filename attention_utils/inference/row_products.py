@@ -1,12 +1,12 @@
 """The same float32 product with the weight matrix on the left, W @ x.T, for the few rows of a decode step (lesson 14).
 
 `nn.Linear` computes x @ W.T. torch sends one row of x to a matrix-vector kernel and a few rows to a
-matrix-matrix kernel that takes W as its transposed operand; on the bench's CPU (AMD EPYC, 2 threads,
-torch's CPU wheel) both read float32 weights at about half the speed at which the memory delivers them.
-Written W @ x.T, with x.T a view of two or more rows, the same numbers (up to float32 rounding) go
-through the matrix-matrix kernel the other way round, which streams the weights at about the memory's
-speed; one row is doubled to make two, so that this kernel takes it (twice the FLOPs of a product that
-waits for its bytes). Which way is faster depends on the CPU, its BLAS library and the threads: measure.
+matrix-matrix kernel that takes W as its transposed operand; on the AMD EPYC CPUs this series was measured
+on (2 threads, torch's CPU wheel) both read float32 weights at a third to a half of the speed of a large
+read. Written W @ x.T, with x.T a transposed view of two or more contiguous rows, the same numbers (up to
+float32 rounding) go through the matrix-matrix kernel the other way round, which read them at about four
+fifths of it on the one CPU where both were measured; one row is doubled to make two, so that this kernel takes it (twice the FLOPs of a product
+that waits for its bytes). Which way is faster depends on the CPU, its BLAS library and the threads: measure.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class WeightsLeftLinear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[-1] != self.in_features or x.dtype != self.weight.dtype:
-            raise ValueError(bilingual(
+            wrong_kind = not isinstance(x, torch.Tensor) or x.dtype != self.weight.dtype
+            raise (TypeError if wrong_kind else ValueError)(bilingual(
                 f"x must be a {self.weight.dtype} tensor (..., {self.in_features}), got {shown(x)}.",
                 f"x 必须是 {self.weight.dtype} 张量 (..., {self.in_features})，实际是 {shown(x, True)}。"))
         out = weights_left_product(x, self.weight)

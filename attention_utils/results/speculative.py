@@ -55,4 +55,3 @@ def speculative_verdict_lines(results: dict, language: str = "en") -> list[str]:
         (", " if language == "en" else "、").join(f"{_name(r['draft'], language)} k = {r['k']} ({r['speedup']:.2f}×)" for r in slower)
         or text("none", "没有")))
     return lines
-
