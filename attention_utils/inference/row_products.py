@@ -1,8 +1,8 @@
 """The same float32 product with the weight matrix on the left, W @ x.T, for the few rows of a decode step (lesson 14).
 
-`nn.Linear` computes x @ W.T. torch sends one row of x to a matrix-vector kernel and a few rows to a matrix-
-matrix kernel that takes W as its transposed operand; on the AMD EPYC CPUs this series was measured on (2
-threads, torch's CPU wheel) both read float32 weights at a third to a half of the speed of a large read.
+`nn.Linear` computes x @ W.T. torch sends one row of x to a matrix-vector kernel and a few rows to a
+matrix-matrix kernel that takes W as its transposed operand; on the AMD EPYC CPUs this series was measured on
+(2 threads, torch's CPU wheel) both read float32 weights at a third to a half of the speed of a large read.
 Written W @ x.T, with x.T a transposed view of two or more contiguous rows, the same numbers (up to float32
 rounding) go through the matrix-matrix kernel the other way round, which read them at about four fifths of it
 on the one CPU where both were measured; one row is doubled to make two, so that this kernel takes it (twice
