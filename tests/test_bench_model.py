@@ -182,6 +182,34 @@ def test_left_lines_read_the_weights_left_rows_against_nn_linear_the_roof_and_q4
     # by hand: 18 / 20 = 0.90 of its floor; q4 compiled against the compiled float32 step: 20 / 12 = 1.67×
     assert en[2].startswith("✅ float32 weights-left compiled: 20.0 ms, 0.90 of its own matmul floor")
     assert "q4 compiled against float32 weights-left compiled: 1.67×" in en[3] and "float32（权重在左，编译）" in zh[3]
+    saved["timings"].append({"format": "transformers float32", "batch": 1, "phase": "decode", "ms": 21.0})
+    en, zh = model_report.left_lines(saved), model_report.left_lines(saved, "zh")
+    # by hand: 21 / 20 = 1.05× transformers' speed, under the 1.1× target
+    assert en[3].startswith("❌ float32 weights-left compiled: 1.05× transformers'") and "1.05 倍" in zh[3]
+
+
+def test_the_machines_table_reads_both_runs_step_by_step():
+    def run(cpu: str, bf16: bool, rows: tuple) -> dict:
+        return {"kernel": {"cpu_capability": cpu, "avx512_bf16": bf16, "amx_bf16": False},
+                "timings": [{"format": f, "batch": b, "phase": p, "ms": ms} for f, b, p, ms in rows]}
+    first = run("AVX2", False, (("float32", 1, "decode", 60.0), ("bfloat16", 8, "decode", 190.0),
+                                ("float32", 1, "prefill", 440.0)))
+    second = run("AVX512", True, (("float32", 1, "decode", 45.0), ("bfloat16", 8, "decode", 76.0),
+                                  ("float32 weights-left", 1, "decode", 30.0)))
+    lines = results.model_machines_table(first, second).splitlines()
+    assert "AVX2, no bfloat16 instructions (ms)" in lines[0] and "AVX512, with bfloat16 instructions (ms)" in lines[0]
+    # by hand: 45 / 60 = 0.75×, 76 / 190 = 0.40×; a step one machine did not time shows a dash and no ratio
+    assert [line.split()[-1] for line in lines[1:]] == ["0.75×", "-", "0.40×", "-"]
+    assert "float32 weights-left, decode step" in lines[2] and "30.0" in lines[2]
+    assert "bfloat16，一步解码，批大小 8" in results.model_machines_table(first, second, "zh")
+    with pytest.raises(TypeError, match="SAVED_MODEL_BF16"):
+        results.model_machines_table(first, {"rows": []})
+
+
+def test_the_second_machine_run_refuses_a_cpu_without_bfloat16_instructions(monkeypatch, tmp_path):
+    monkeypatch.setattr(model_report, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
+    with pytest.raises(SystemExit, match="no bfloat16 instructions"):
+        model_report.run_model_decode(model_decode.MODEL_QUICK, 1, tmp_path, quick=True, bf16_cpu=True)
 
 
 def no_transformers():
@@ -210,3 +238,9 @@ def test_the_q4_row_is_timed_with_the_others_and_counts_the_files_bytes(smollm2,
     assert set(found["kernel"]) >= {"cpu_capability", "avx512_bf16", "amx_bf16"}
     assert found["quality"]["q4"]["largest_logit_difference"] > 0
     assert ("float32 weights-left", 1, "decode") not in rows  # only where the workload names it (the bench's default does)
+
+
+def test_a_ratio_near_its_target_is_shown_with_the_places_it_takes_not_to_round_across_it():
+    assert model_report.against(0.8996, 0.9) == "0.8996"  # 0.90 and 0.900 would read as meeting 0.9
+    assert model_report.against(0.894, 0.9) == "0.89" and model_report.against(0.9, 0.9) == "0.90"
+    assert model_report.against(1.2345, 0.9) == "1.23"

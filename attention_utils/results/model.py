@@ -191,3 +191,47 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"
                    for n in names] for b in batches]
     return table(headers, rows)
+
+
+MACHINE_ROWS = (("decode", 1, ("float32", "bfloat16", "int8", "q4", "float32 weights-left", *COMPILED_ROWS,
+                               "float32 weights-left compiled", "matmul floor", "matmul floor weights-left", TRANSFORMERS,
+                               "llama.cpp")),
+                ("decode", 8, ("float32", "bfloat16", "int8", "q4", "float32 weights-left")),
+                ("prefill", 1, ("float32", "bfloat16")))  # what lesson 14 compares between the two saved machines
+
+
+def machine_name(results: dict, language: str = "en") -> str:
+    """A saved run's machine in a few words: its torch kernels and whether its CPU has bfloat16 instructions."""
+    kernel = results.get("kernel", {})
+    has_bf16 = kernel.get("avx512_bf16") or kernel.get("amx_bf16")
+    if language == "zh":
+        return f"{kernel.get('cpu_capability', '?')}，{'有' if has_bf16 else '无'} bfloat16 指令"
+    return f"{kernel.get('cpu_capability', '?')}, {'with' if has_bf16 else 'no'} bfloat16 instructions"
+
+
+@reads("SAVED_MODEL", "timings", "format")
+def model_machines_table(first: dict, second: dict, language: str = "en") -> str:
+    """The same steps on the two saved machines (ms), and how long the second takes against the first; '-' if not measured."""
+    def ms(results: dict, fmt: str, batch: int, phase: str) -> float | None:
+        found = [r["ms"] for r in results["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, phase)]
+        return found[0] if found else None
+
+    if not isinstance(second, dict) or "timings" not in second:
+        raise TypeError(bilingual(
+            f"second must be the other machine's results, load_saved(SAVED_MODEL_BF16), got {shown(second)}.",
+            f"second 必须是另一台机器的结果 load_saved(SAVED_MODEL_BF16)，实际是 {shown(second, True)}。"))
+    zh = language == "zh"
+    phases = {"decode": "一步解码" if zh else "decode step", "prefill": "预填充" if zh else "prefill"}
+    headers = ["步骤" if zh else "step", *(f"{machine_name(r, language)}（毫秒）" if zh else f"{machine_name(r)} (ms)"
+                                           for r in (first, second)), "后者耗时是前者的" if zh else "second ÷ first"]
+    rows = []
+    for phase, batch, names in MACHINE_ROWS:
+        for fmt in names:
+            a, b = ms(first, fmt, batch, phase), ms(second, fmt, batch, phase)
+            if a is None and b is None:
+                continue
+            parts = [SHOWN_ZH.get(fmt, fmt) if zh else fmt, phases[phase]] + (
+                [f"批大小 {batch}" if zh else f"batch {batch}"] if batch != 1 else [])
+            rows.append([("，" if zh else ", ").join(parts), "-" if a is None else f"{a:.1f}", "-" if b is None else f"{b:.1f}",
+                         "-" if None in (a, b) else f"{b / a:.2f}{' 倍' if zh else '×'}"])
+    return table(headers, rows)

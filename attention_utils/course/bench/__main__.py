@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, load_saved
+from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, load_saved
 from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
 from .recurrent import RECURRENT_FULL, RECURRENT_QUICK
@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --recall: train only this part of the grid (repeatable); the other parts' rows stay")
     parser.add_argument("--model", action="store_true",
                         help="only the real model's prefill and decode step (lesson 13) into figures/bench_model.json")
+    parser.add_argument("--bf16-cpu", action="store_true",
+                        help="with --model, on a CPU with bfloat16 instructions: save into figures/bench_model_bf16_cpu.json, "
+                             "the second machine lesson 14 reads beside figures/bench_model.json")
     parser.add_argument("--cache", action="store_true",
                         help="only lesson 15's caches (contiguous, paged, int8, int4) on the real model into "
                              "figures/bench_cache.json (with --quick: build/bench/quick/)")
@@ -99,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.perf_counter() - began:.0f} s")
         return 0
     if args.model:
-        run_model_decode(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick, args.replot)
-        print(f"model results in {out / 'model.json' if args.quick else SAVED_MODEL}; {time.perf_counter() - began:.0f} s")
+        run_model_decode(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick, args.replot, args.bf16_cpu)
+        saved = SAVED_MODEL_BF16 if args.bf16_cpu else SAVED_MODEL
+        print(f"model results in {out / 'model.json' if args.quick else saved}; {time.perf_counter() - began:.0f} s")
         return 0
     if args.cache:
         run_caches(CACHE_QUICK if args.quick else CACHE_FULL, args.threads, out, args.quick, args.replot)
