@@ -366,3 +366,41 @@ def test_lesson17_prefix_cache_table(serving):
     rows = re.findall(r"\n(\d)\s+(\d+)\s+(\d+)\s+(\d+)(?=\n)", stored_text(serving))
     assert [int(r[2]) for r in rows[:3]] == [0, 16, 16]
     assert all(int(prompt) == int(cached) + int(computed) for _, prompt, cached, computed in rows[:3])
+
+
+def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
+    """The paragraphs after the two machines' table quote its printed ratios and times, in both languages, and say
+    only what they show: fewer bytes gained more, the formats in the order of their bytes, the roofs reversed."""
+    outputs = stored_text(decoding)
+    table = outputs[outputs.index("second ÷ first"):]
+    def row(name: str) -> tuple[str, str, str]:
+        return printed(rf"\n{name}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)×", table).groups()
+    steps = {name: row(f"{name}, decode step") for name in ("float32", "bfloat16", "int8", "q4", "q4 compiled", "matmul floor")}
+    batch8 = {name: row(f"{name}, decode step, batch 8") for name in ("float32", "bfloat16")}
+    prefill = row("bfloat16, prefill")
+    second = {name: float(step[1]) for name, step in steps.items()}
+    assert second["float32"] > second["bfloat16"] > second["int8"] > second["q4"]  # "line up by their bytes"
+    assert second["q4"] < second["float32"] / 3  # "under a third of float32's time"
+    assert max(float(steps[n][2]) for n in ("bfloat16", "int8", "q4")) < min(float(steps[n][2]) for n in ("float32", "matmul floor"))
+    assert float(steps["matmul floor"][2]) >= 1  # "alone (the floor) did not get faster"
+    roofs = [printed(r"compute roofs: float32 (\d+), bfloat16 (\d+)", outputs[at:]).groups()
+             for at in (0, outputs.index("with bfloat16 instructions:"))]
+    assert float(roofs[0][1]) < float(roofs[0][0]) and float(roofs[1][1]) > 2 * float(roofs[1][0])
+    reads = [_number(r"read roof ([\d.]+) GB/s", outputs[at:]) for at in (0, outputs.index("with bfloat16 instructions:"))]
+    kernel = printed(r"with bfloat16 instructions:\n.*\n  every weight matrix × one vector: int8 kernel ([\d.]+) ms, "
+                     r"bfloat16 F.linear ([\d.]+) ms", outputs).groups()
+    ratios = [printed(r"int8's step takes ([\d.]+)x as long as bfloat16's; at batch 8 bfloat16's takes ([\d.]+)x as long as "
+                      r"float32's; q4 compiled ([\d.]+)x", outputs[at:]).groups()
+              for at in (0, outputs.index("with bfloat16 instructions:"))]
+    assert 0.85 < float(ratios[0][0]) < 1.15 and float(ratios[1][0]) < 0.8  # "about even", "clearly faster"
+    assert float(ratios[0][1]) > 1 > float(ratios[1][1])  # bfloat16 behind float32 at batch 8 on the first only
+    numbers = [*(steps[n][2] for n in ("int8", "q4", "bfloat16", "float32", "matmul floor")), *(steps[n][1] for n in
+               ("float32", "bfloat16", "int8", "q4")), f"{reads[1]:.1f}", f"{reads[0]:.1f}", *kernel, *ratios[0][:1],
+               *ratios[1][:2], ratios[0][1], *roofs[1], *roofs[0], *prefill[:2][::-1], ratios[1][2], ratios[0][2],
+               *(printed(rf"\n{name}, decode step\s+-\s+([\d.]+)", table)[1] for name in (
+                   "float32 weights-left", "float32 weights-left compiled", "matmul floor weights-left"))]
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        for number in numbers:
+            assert number in text, (language, number)
+    assert "about even" in prose(decoding, "en") and "差不多" in prose(decoding, "zh")
