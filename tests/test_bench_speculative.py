@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from attention_utils import results
 from attention_utils.course.bench.speculative import DRAFTS, SPECULATIVE_QUICK
 
@@ -28,3 +30,19 @@ def test_a_quick_run_checks_both_products_and_writes_only_its_own_folder(tmp_pat
     assert found["weights_left"]["plain_tokens_equal_nn_linear"]
     assert set(found["weights_left"]["verification_ms"]) == {str(k) for k in range(SPECULATIVE_QUICK.most + 1)}
     assert saved.stat().st_mtime_ns == stamp  # --quick leaves figures/ alone
+
+
+def test_the_second_machine_is_read_into_the_readme_and_refused_on_a_cpu_without_bfloat16(monkeypatch, tmp_path):
+    from attention_utils.course.bench import speculative
+
+    second = results.load_saved(results.SAVED_SPECULATIVE_BF16)
+    rows = speculative.second_machine_rows()
+    step, left = second["draft_step_ms"]["model"], second["weights_left"]["draft_step_ms"]["model"]
+    assert f"One decode step {step:.1f} ms with `nn.Linear`, {left:.1f} ms weights-left" in rows[1]
+    assert rows.count(speculative.TABLE_HEAD[0]) == 2  # one table per way of writing the products
+    assert len(rows) == 5 + 2 * (len(speculative.TABLE_HEAD) + len(second["summary"])) + 1
+    monkeypatch.setattr(speculative, "SAVED_SPECULATIVE_BF16", tmp_path / "missing.json")
+    assert speculative.second_machine_rows() == []  # not saved: no section
+    monkeypatch.setattr(speculative, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
+    with pytest.raises(SystemExit, match="no bfloat16 instructions"):
+        speculative.run_speculative(SPECULATIVE_QUICK, 1, tmp_path, quick=True, bf16_cpu=True)

@@ -12,4 +12,4 @@ from .model import (COMPILED_ROWS, machine_name, model_machines_table, FORMATS, 
                     roofline_point)
 from .speculative import best_rows, speculative_table, speculative_verdict_lines
 from .saved import (ROOT, SAVED, SAVED_CACHE, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_RECALL, SAVED_RECURRENT,
-                    SAVED_SERVING, SAVED_SPECULATIVE, at_length, by_run, load_saved, loglog_slope, reads)
+                    SAVED_SERVING, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, at_length, by_run, load_saved, loglog_slope, reads)

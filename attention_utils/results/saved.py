@@ -23,6 +23,7 @@ SAVED_RECALL = ROOT / "figures" / "bench_recall.json"  # lesson 16's recall grid
 SAVED_CACHE = ROOT / "figures" / "bench_cache.json"  # what lesson 15 quotes (bench --cache writes it)
 SAVED_DECODE = ROOT / "figures" / "bench_decode.json"  # lessons 12 and 14: decoding with and without a KV cache
 SAVED_SPECULATIVE = ROOT / "figures" / "bench_speculative.json"  # lesson 18: speculative decoding (bench --speculative)
+SAVED_SPECULATIVE_BF16 = ROOT / "figures" / "bench_speculative_bf16_cpu.json"  # the same on a CPU with bfloat16 instructions
 SAVED_MODEL = ROOT / "figures" / "bench_model.json"  # lesson 14: the real model's decode step in each weight format
 SAVED_MODEL_BF16 = ROOT / "figures" / "bench_model_bf16_cpu.json"  # the same bench on a CPU with bfloat16 instructions (--bf16-cpu)
 SAVED_SERVING = ROOT / "figures" / "bench_serving.json"  # lesson 17: the scheduler on SmolLM2 (bench --serving)

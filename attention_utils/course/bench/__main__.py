@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, load_saved
+from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved
 from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
 from .recurrent import RECURRENT_FULL, RECURRENT_QUICK
@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="store_true",
                         help="only the real model's prefill and decode step (lesson 13) into figures/bench_model.json")
     parser.add_argument("--bf16-cpu", action="store_true",
-                        help="with --model, on a CPU with bfloat16 instructions: save into figures/bench_model_bf16_cpu.json, "
-                             "the second machine lesson 14 reads beside figures/bench_model.json")
+                        help="with --model or --speculative, on a CPU with bfloat16 instructions: save into "
+                             "figures/bench_model_bf16_cpu.json or figures/bench_speculative_bf16_cpu.json, the second "
+                             "machine lessons 14 and 18 read beside the first")
     parser.add_argument("--cache", action="store_true",
                         help="only lesson 15's caches (contiguous, paged, int8, int4) on the real model into "
                              "figures/bench_cache.json (with --quick: build/bench/quick/)")
@@ -115,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"serving results in {out / 'serving.json' if args.quick else SAVED_SERVING}; {time.perf_counter() - began:.0f} s")
         return 0
     if args.speculative:
-        run_speculative(SPECULATIVE_QUICK if args.quick else SPECULATIVE_FULL, args.threads, out, args.quick, args.replot)
-        print(f"speculative results in {out / 'speculative.json' if args.quick else 'figures/bench_speculative.json'}; "
+        run_speculative(SPECULATIVE_QUICK if args.quick else SPECULATIVE_FULL, args.threads, out, args.quick, args.replot,
+                        args.bf16_cpu)
+        saved = SAVED_SPECULATIVE_BF16 if args.bf16_cpu else SAVED_SPECULATIVE
+        print(f"speculative results in {out / 'speculative.json' if args.quick else saved}; "
               f"{time.perf_counter() - began:.0f} s")
         return 0
     if args.tiles:

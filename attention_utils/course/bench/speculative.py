@@ -29,9 +29,9 @@ from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, v
 from ...inference.weight_formats import to_format, weight_bytes
 from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED_SPECULATIVE, load_saved
+from ...results import ROOT, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved, machine_name
 from .harness import environment, run_in_child
-from .model_formats import alternate, roofs
+from .model_formats import alternate, kernel_path, roofs
 from .report import save_json, update_readme
 
 DRAFTS = ("prompt lookup", "int8", "bfloat16", "early exit")
@@ -183,24 +183,34 @@ def summary(results: dict) -> list[dict]:
     return rows
 
 
-def run_speculative(workload: SpeculativeWorkload, threads: int, out: Path, quick: bool, replot: bool = False) -> dict:
-    """Measure in a fresh process (or reload with replot); save the JSON and figures, and (full run) the README table."""
+def run_speculative(workload: SpeculativeWorkload, threads: int, out: Path, quick: bool, replot: bool = False,
+                    bf16_cpu: bool = False) -> dict:
+    """Measure in a fresh process (or reload with replot); save the JSON and figures, and (full run) the README table.
+
+    With bf16_cpu (only on a CPU with bfloat16 instructions) the run goes to figures/bench_speculative_bf16_cpu.json,
+    the second machine lesson 18 reads beside the first, and draws no figure.
+    """
+    if bf16_cpu and not (kernel_path()["avx512_bf16"] or kernel_path()["amx_bf16"]):
+        raise SystemExit("--bf16-cpu: this CPU has no bfloat16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo); "
+                         "run the bench without it, into figures/bench_speculative.json")
+    saved = SAVED_SPECULATIVE_BF16 if bf16_cpu else SAVED_SPECULATIVE
     if replot:
-        results = load_saved(SAVED_SPECULATIVE)
+        results = load_saved(saved)
     else:
-        results = {"environment": environment(threads), "workload": asdict(workload),
+        results = {"environment": environment(threads), "workload": asdict(workload), "kernel": kernel_path(),
                    **run_in_child(measure_speculative, workload, threads)}
         if "runs" in results:
             results["summary"] = summary(results)
             results["summary_weights_left"] = summary({**results, **results["weights_left"]})
     folder = out if quick else ROOT / "figures"
     folder.mkdir(parents=True, exist_ok=True)
-    save_json(results, out / "speculative.json" if quick else SAVED_SPECULATIVE)
+    save_json(results, out / "speculative.json" if quick else saved)
     if "summary" in results:
-        for language in LANGUAGES:
-            plot_speculative(results, folder, language)
+        if not bf16_cpu:
+            for language in LANGUAGES:
+                plot_speculative(results, folder, language)
         if not quick:
-            update_readme(speculative_markdown(results), name="speculative")
+            update_readme(speculative_markdown(load_saved(SAVED_SPECULATIVE)), name="speculative")
     return results
 
 
@@ -235,8 +245,25 @@ def speculative_markdown(results: dict) -> str:
                   f"{left['draft_step_ms']['model']:.1f} 毫秒，用 `nn.Linear` 时是 {results['draft_step_ms']['model']:.1f} 毫秒；"
                   f"普通贪心解码的词元与 `nn.Linear` 的{'相同' if left['plain_tokens_equal_nn_linear'] else '不同'}。", "",
                   *TABLE_HEAD, *summary_rows(results["summary_weights_left"])]
+    lines += second_machine_rows()
     return "\n".join([*lines, "", "![Speculative decoding: the cost of checking and the speed-up per draft](figures/bench_speculative_en.png)",
                       "", "![投机解码：检查的代价与每种草稿的加速比](figures/bench_speculative_zh.png)"])
+
+
+def second_machine_rows() -> list[str]:
+    """The same bench on a CPU with bfloat16 instructions (figures/bench_speculative_bf16_cpu.json), when it was saved."""
+    if not SAVED_SPECULATIVE_BF16.is_file():
+        return []
+    second = load_saved(SAVED_SPECULATIVE_BF16)
+    env, steps = second["environment"], (second["draft_step_ms"]["model"], second["weights_left"]["draft_step_ms"]["model"])
+    return ["", f"The same bench on a second machine kind, {env['date']}: {env['cpu']}, {env['threads']} threads, "
+            f"{machine_name(second)} (`make bench BENCH_ARGS=\"--speculative --bf16-cpu\"`, saved in "
+            f"`figures/bench_speculative_bf16_cpu.json`). One decode step {steps[0]:.1f} ms with `nn.Linear`, "
+            f"{steps[1]:.1f} ms weights-left. The first table uses `nn.Linear`, the second weights-left.", "",
+            f"同一个基准测试在第二种机器上的结果，{env['date']}：{env['cpu']}，{env['threads']} 个线程，{machine_name(second, 'zh')}"
+            f"（`make bench BENCH_ARGS=\"--speculative --bf16-cpu\"`，保存在 `figures/bench_speculative_bf16_cpu.json`）。"
+            f"一步解码用 `nn.Linear` 是 {steps[0]:.1f} 毫秒，权重在左是 {steps[1]:.1f} 毫秒。下面第一张表用 `nn.Linear`，第二张用权重在左。", "",
+            *TABLE_HEAD, *summary_rows(second["summary"]), "", *TABLE_HEAD, *summary_rows(second["summary_weights_left"])]
 
 
 def summary_rows(summary_list: list[dict]) -> list[str]:
