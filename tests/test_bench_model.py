@@ -202,8 +202,15 @@ def test_the_machines_table_reads_both_runs_step_by_step():
     assert [line.split()[-1] for line in lines[1:]] == ["0.75×", "-", "0.40×", "-"]
     assert "float32 weights-left, decode step" in lines[2] and "30.0" in lines[2]
     assert "bfloat16，一步解码，批大小 8" in results.model_machines_table(first, second, "zh")
-    with pytest.raises(TypeError, match="SAVED_MODEL_BF16"):
+    with pytest.raises(ValueError, match="SAVED_MODEL_BF16"):
         results.model_machines_table(first, {"rows": []})
+    with pytest.raises(TypeError, match="SAVED_MODEL_BF16"):
+        results.model_machines_table(first, [second])
+    with pytest.raises(ValueError, match="language"):
+        results.model_machines_table(first, second, "fr")
+    with pytest.raises(TypeError, match="load_saved"):
+        results.machine_name("AVX2")
+    assert results.machine_name({}) == "?, no bfloat16 instructions"  # a run saved before the bench named its kernels
 
 
 def test_the_second_machine_run_refuses_a_cpu_without_bfloat16_instructions(monkeypatch, tmp_path):

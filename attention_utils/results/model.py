@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..checks import bilingual, shown
-from ..language import table
+from ..language import check_language, table
 from .saved import at_length, reads
 
 
@@ -202,11 +202,18 @@ MACHINE_ROWS = (("decode", 1, ("float32", "bfloat16", "int8", "q4", "float32 wei
 
 def machine_name(results: dict, language: str = "en") -> str:
     """A saved run's machine in a few words: its torch kernels and whether its CPU has bfloat16 instructions."""
-    kernel = results.get("kernel", {})
+    check_language(language)
+    if not isinstance(results, dict):
+        raise TypeError(bilingual(f"results must be a dict that results.load_saved() returns, got {shown(results)}.",
+                                  f"results 必须是 results.load_saved() 返回的字典，实际是 {shown(results, True)}。"))
+    kernel = results.get("kernel") or {}
     has_bf16 = kernel.get("avx512_bf16") or kernel.get("amx_bf16")
     if language == "zh":
         return f"{kernel.get('cpu_capability', '?')}，{'有' if has_bf16 else '无'} bfloat16 指令"
     return f"{kernel.get('cpu_capability', '?')}, {'with' if has_bf16 else 'no'} bfloat16 instructions"
+
+
+_second_run = reads("SAVED_MODEL_BF16", "timings", "format")(lambda results: results)  # the same check for the second run
 
 
 @reads("SAVED_MODEL", "timings", "format")
@@ -216,10 +223,7 @@ def model_machines_table(first: dict, second: dict, language: str = "en") -> str
         found = [r["ms"] for r in results["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, phase)]
         return found[0] if found else None
 
-    if not isinstance(second, dict) or "timings" not in second:
-        raise TypeError(bilingual(
-            f"second must be the other machine's results, load_saved(SAVED_MODEL_BF16), got {shown(second)}.",
-            f"second 必须是另一台机器的结果 load_saved(SAVED_MODEL_BF16)，实际是 {shown(second, True)}。"))
+    second = _second_run(second)
     zh = language == "zh"
     phases = {"decode": "一步解码" if zh else "decode step", "prefill": "预填充" if zh else "prefill"}
     headers = ["步骤" if zh else "step", *(f"{machine_name(r, language)}（毫秒）" if zh else f"{machine_name(r)} (ms)"
