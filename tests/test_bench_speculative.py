@@ -46,3 +46,14 @@ def test_the_second_machine_is_read_into_the_readme_and_refused_on_a_cpu_without
     monkeypatch.setattr(speculative, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
     with pytest.raises(SystemExit, match="no bfloat16 instructions"):
         speculative.run_speculative(SPECULATIVE_QUICK, 1, tmp_path, quick=True, bf16_cpu=True)
+
+
+def test_a_decode_step_timed_twice_apart_is_named_as_a_busy_machine():
+    from attention_utils.course.bench.speculative import disturbed
+
+    calm = {"verification_ms": {"0": 30.0}, "draft_step_ms": {"model": 31.5}}  # 1.05x: within 15%
+    busy = {"verification_ms": {"0": 30.0}, "draft_step_ms": {"model": 42.0}}  # 1.40x
+    assert disturbed({**calm, "weights_left": calm}) == []
+    lines = disturbed({**calm, "weights_left": busy})
+    assert len(lines) == 1 and "weights-left" in lines[0] and "(1.40x)" in lines[0] and "run again" in lines[0]
+    assert disturbed({"error": "the model could not be loaded"}) == []

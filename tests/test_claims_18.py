@@ -95,7 +95,8 @@ def test_the_few_row_products_read_as_the_stored_table_shows(speculative):
 
 def test_the_second_machine_and_weights_left_as_the_saved_run_measured_them(speculative):
     """The paragraphs after the second machine's tables quote their d, speed-ups, steps and c(4) in both languages, and
-    say only what they show: int8's draft cheaper there, nothing above 1.02x against weights-left, a miss beyond 20%."""
+    say only what they show: int8's draft cheaper there, c(4) about the same both ways, every draft dearer against the
+    faster step, nothing much above 1x against weights-left."""
     out = stored_text(speculative)
     first = out[:out.index("with bfloat16 instructions), nn.Linear")]
     second = out[out.index("with bfloat16 instructions), nn.Linear"):out.index("weights-left, for the model")]
@@ -104,11 +105,12 @@ def test_the_second_machine_and_weights_left_as_the_saved_run_measured_them(spec
         return printed(r"int8 model\s+4\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+([\d.]+)×\s+([\d.]+)×", table).groups()
     (d1, speed1, _), (d2, speed2, predicted2), (d3, speed3, predicted3) = int8(first), int8(second), int8(left)
     assert float(d2) < float(d1) and float(speed2) > float(speed1)
-    assert abs(float(speed3) / float(predicted3) - 1) > 0.2  # "further apart than the ±20%"
+    assert float(d3) > float(d2) and float(speed3) < 1 < float(speed2)  # "the same draft buys less, or costs time"
     step = printed(r"nn.Linear: one decode step ([\d.]+) ms", out)[1]
     left_step, cost_left, cost = printed(r"one decode step ([\d.]+) ms; c\(4\) = ([\d.]+) against ([\d.]+)", out).groups()
     fastest = printed(r"fastest against plain weights-left decoding: ([\d.]+)x", out)[1]
-    assert float(left_step) < float(step) and float(cost_left) > float(cost)
+    assert float(left_step) < float(step) and abs(float(cost_left) - float(cost)) < 0.1  # "about as many ... as before"
+    assert float(fastest) < 1.1  # "no draft made decoding faster than"
     for language in ("en", "zh"):
         text = prose(speculative, language)
         for number in (d1, d2, speed1, speed2, predicted2, d3, speed3, predicted3, step, left_step, cost_left, cost, fastest):

@@ -115,6 +115,19 @@ def measure_speculative(workload: SpeculativeWorkload, threads: int) -> dict:
     return found
 
 
+def disturbed(results: dict, tolerance: float = 0.15) -> list[str]:
+    """A warning for each part whose decode step, timed twice (the one-token pass of c(k), and d's denominator), disagrees
+    by more than `tolerance`: the machine was busy during part of the run, and d and the predictions carry it."""
+    lines = []
+    for name, part in (("nn.Linear", results), ("weights-left", results.get("weights_left", {}))):
+        if "verification_ms" in part and "draft_step_ms" in part:
+            ratio = part["draft_step_ms"]["model"] / part["verification_ms"]["0"]
+            if abs(ratio - 1) > tolerance:
+                lines.append(f"warning: {name}: one decode step took {part['draft_step_ms']['model']:.1f} ms beside the drafts and "
+                             f"{part['verification_ms']['0']:.1f} ms beside the passes ({ratio:.2f}x): the machine was busy; run again")
+    return lines
+
+
 def draft_steps(models: dict[str, torch.nn.Module], prompt: torch.Tensor, calls: int) -> dict[str, float]:
     """Median ms of one decode step of the model and of each model draft, in alternating order."""
     steps = {}
@@ -202,6 +215,8 @@ def run_speculative(workload: SpeculativeWorkload, threads: int, out: Path, quic
         if "runs" in results:
             results["summary"] = summary(results)
             results["summary_weights_left"] = summary({**results, **results["weights_left"]})
+            for line in disturbed(results):
+                print(line)
     folder = out if quick else ROOT / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     save_json(results, out / "speculative.json" if quick else saved)
