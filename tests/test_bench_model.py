@@ -251,3 +251,24 @@ def test_a_ratio_near_its_target_is_shown_with_the_places_it_takes_not_to_round_
     assert model_report.against(0.8996, 0.9) == "0.8996"  # 0.90 and 0.900 would read as meeting 0.9
     assert model_report.against(0.894, 0.9) == "0.89" and model_report.against(0.9, 0.9) == "0.90"
     assert model_report.against(1.2345, 0.9) == "1.23"
+
+
+def test_q4_floor_lines_split_each_q4_step_into_its_products_and_the_rest():
+    timings = [{"format": f, "batch": 1, "phase": "decode", "ms": ms} for f, ms in (
+        ("float32", 60.0), ("q4", 17.0), ("q4 compiled", 12.0), ("matmul floor q4", 7.0))]
+    en, zh = model_report.q4_floor_lines({"timings": timings})
+    # by hand: 17 - 7 = 10 > 7 (❌); 12 - 7 = 5 ≤ 7 (✅)
+    assert en[0].startswith("❌ q4: 17.0 ms, of which its products alone take 7.0 and the rest 10.0")
+    assert en[1].startswith("✅ q4 compiled: 12.0 ms") and "the rest 5.0" in en[1] and "其余 5.0 毫秒" in zh[1]
+    assert model_report.q4_floor_lines({"timings": timings[:3]}) == ([], [])  # a run before the row
+
+
+def test_the_q4_floor_times_each_4_bit_layer_and_the_output_layer_once(smollm2, monkeypatch):
+    from attention_utils.models.q4_weights import Q4Linear, to_q4
+
+    q4 = to_q4(smollm2[0])
+    calls = []
+    monkeypatch.setattr(Q4Linear, "forward", lambda self, x: calls.append((self.in_features, tuple(x.shape))))
+    model_formats.q4_floor_step(q4, 2)()
+    assert len(calls) == 4 * q4.config.num_layers  # QKV, output, gate-and-up and down per block
+    assert all(shape == (2, width) for width, shape in calls)

@@ -382,7 +382,7 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
     assert second["float32"] > second["bfloat16"] > second["int8"] > second["q4"]  # "line up by their bytes"
     assert second["q4"] < second["float32"] / 3  # "under a third of float32's time"
     assert max(float(steps[n][2]) for n in ("bfloat16", "int8", "q4")) < min(float(steps[n][2]) for n in ("float32", "matmul floor"))
-    assert float(steps["matmul floor"][2]) >= 1  # "alone (the floor) did not get faster"
+    assert float(steps["matmul floor"][2]) > 0.95  # "alone (the floor) hardly got faster"
     roofs = [printed(r"compute roofs: float32 (\d+), bfloat16 (\d+)", outputs[at:]).groups()
              for at in (0, outputs.index("with bfloat16 instructions:"))]
     assert float(roofs[0][1]) < float(roofs[0][0]) and float(roofs[1][1]) > 2 * float(roofs[1][0])
@@ -398,7 +398,8 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
                ("float32", "bfloat16", "int8", "q4")), f"{reads[1]:.1f}", f"{reads[0]:.1f}", *kernel, *ratios[0][:1],
                *ratios[1][:2], ratios[0][1], *roofs[1], *roofs[0], *prefill[:2][::-1], ratios[1][2], ratios[0][2],
                *(printed(rf"\n{name}, decode step\s+-\s+([\d.]+)", table)[1] for name in (
-                   "float32 weights-left", "float32 weights-left compiled", "matmul floor weights-left"))]
+                   "float32 weights-left", "float32 weights-left compiled", "matmul floor weights-left", "matmul floor q4")),
+               row("q4 compiled, decode step")[1]]
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in numbers:

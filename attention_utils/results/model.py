@@ -46,7 +46,7 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 FORMATS = ("float32", "bfloat16", "int8")
 SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译）", "q4 compiled": "q4（编译）",
             "float32 weights-left": "float32（权重在左）", "float32 weights-left compiled": "float32（权重在左，编译）",
-            "matmul floor weights-left": "矩阵乘法下限（权重在左）"}  # how the Chinese tables name a row
+            "matmul floor weights-left": "矩阵乘法下限（权重在左）", "matmul floor q4": "矩阵乘法下限（q4）"}  # how the Chinese tables name a row
 ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
 TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
 COMPILED_ROWS = ("float32 compiled", "q4 compiled")  # torch.compile's steps, from 2026-11-29's bench on, where g++ is at hand
@@ -165,7 +165,7 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor") if any(
+    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor", "matmul floor q4") if any(
             r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
@@ -184,7 +184,7 @@ def model_batch_table(results: dict, language: str = "en") -> str:
     """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
-    every_batch = (*FORMATS, "q4", "float32 weights-left", "matmul floor weights-left", "matmul floor")  # not the compiled rows
+    every_batch = (*FORMATS, "q4", "float32 weights-left", "matmul floor weights-left", "matmul floor", "matmul floor q4")  # not the compiled rows
     names = [n for n in every_batch if any(r["format"] == n for r in results["timings"])]
     headers = ["批大小" if language == "zh" else "batch"] + [
         f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
@@ -194,7 +194,8 @@ def model_batch_table(results: dict, language: str = "en") -> str:
 
 
 MACHINE_ROWS = (("decode", 1, ("float32", "bfloat16", "int8", "q4", "float32 weights-left", *COMPILED_ROWS,
-                               "float32 weights-left compiled", "matmul floor", "matmul floor weights-left", TRANSFORMERS,
+                               "float32 weights-left compiled", "matmul floor", "matmul floor weights-left",
+                               "matmul floor q4", TRANSFORMERS,
                                "llama.cpp")),
                 ("decode", 8, ("float32", "bfloat16", "int8", "q4", "float32 weights-left")),
                 ("prefill", 1, ("float32", "bfloat16")))  # what lesson 14 compares between the two saved machines

@@ -7,8 +7,8 @@ everything in figures/bench_model.json shares one machine moment. At one prompt 
   models/q4_weights.py) and of float32 with its products written weights-left (inference/row_products.py)
   at every batch size, transformers in float32 on the same GGUF at batch 1,
   llama.cpp on the same file at batch 1 when llama-cpp-python is installed (optional; never in CI),
-  and the matmul floor (one F.linear per float32 weight matrix, nothing else; and the same products
-  weights-left) at every batch size;
+  and the matmul floor (one F.linear per float32 weight matrix, nothing else; the same products
+  weights-left; and q4's products alone, each Q4Linear and the bfloat16 output layer) at every batch size;
   all of them in one loop, one call each per round, the order reversed every other round; medians;
 - the overhead measured away: float32 and q4 decode steps compiled by torch.compile over a fixed-size
   cache (models/compiled_decode.py), in the same loop at batch 1, when a C++ compiler is at hand;
@@ -43,7 +43,7 @@ from ...inference.row_products import weights_left, weights_left_product
 from ...inference.weight_formats import to_format, weight_bytes
 from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
-from ...models.q4_weights import to_q4
+from ...models.q4_weights import Q4Linear, to_q4
 from .model_kernels import alternate, format_roofs, int8_against_bfloat16, profile_step, seconds
 
 # Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
@@ -114,6 +114,21 @@ def floor_step(matrices: list[torch.Tensor], batch: int, left: bool = False) -> 
     return step
 
 
+def q4_floor_step(q4: torch.nn.Module, batch: int) -> Callable[[], None]:
+    """Only the matrix products of a q4 decode step: each Q4Linear (the int4 kernel, with its bfloat16 conversions) on
+    `batch` vectors, and the bfloat16 table as the output layer, as the q4 model calls them."""
+    layers = [m for m in q4.modules() if isinstance(m, Q4Linear)]
+    table = q4.token_embedding.weight
+    vectors = {width: torch.randn(batch, width) for width in {layer.in_features for layer in layers}}
+    last = torch.randn(batch, table.shape[1]).to(table.dtype)
+
+    def step() -> None:
+        for layer in layers:
+            layer(vectors[layer.in_features])
+        last @ table.T
+    return step
+
+
 def load_reference() -> torch.nn.Module:
     """transformers' Llama on the same GGUF file, float32, offline (ImportError if transformers is missing)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -145,6 +160,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         decode[FLOOR, batch] = floor_step(matrices, batch)
         if f"float32 {LEFT}" in models:
             decode[f"{FLOOR} {LEFT}", batch] = floor_step(matrices, batch, left=True)
+        if "q4" in models:
+            decode[f"{FLOOR} q4", batch] = q4_floor_step(models["q4"], batch)
     if reference is not None:
         decode[TRANSFORMERS, 1] = transformers_step(reference, prompt)
     compiled = {name: compiled_step(models[name], prompt) for name in workload.compiled}
@@ -164,7 +181,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         for (name, batch), ms in measured.items():
             new, earlier = (1, length) if phase == "decode" else (length, 0)
             cost = forward_cost(config, new, earlier, batch=batch)
-            held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes}.get(
+            held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes,
+                    f"{FLOOR} q4": sizes.get("q4")}.get(
                 name.removesuffix(f" {COMPILED}").removesuffix(f" {LEFT}"), sizes["float32"])
             cache = cost.cache_bytes if not name.startswith(FLOOR) else 0
             if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number

@@ -171,7 +171,23 @@ def q4_lines(results: dict, language: str = "en") -> list[str]:
         en.append("llama.cpp was not measured: llama-cpp-python is not installed (optional, see the install notes above)")
         zh.append("没有测量 llama.cpp：没有安装 llama-cpp-python（可选，安装方法见上文）")
     found_en, found_zh = compiled_lines(results)
-    return (zh + found_zh) if language == "zh" else (en + found_en)
+    floor_en, floor_zh = q4_floor_lines(results)
+    return (zh + found_zh + floor_zh) if language == "zh" else (en + found_en + floor_en)
+
+
+def q4_floor_lines(results: dict) -> tuple[list[str], list[str]]:
+    """Issue 48's lean step: what a q4 step spends beyond its products alone (the int4 kernels and the output layer)."""
+    ms = {r["format"]: r["ms"] for r in results["timings"] if r["batch"] == 1 and r["phase"] == "decode"}
+    if "matmul floor q4" not in ms:
+        return [], []
+    floor = ms["matmul floor q4"]
+    steps = [(name, ms[name] - floor) for name in ("q4", "q4 compiled") if name in ms]
+    marks = ["✅" if rest <= floor else "❌" for _, rest in steps]
+    en = [f"{mark} {name}: {floor + rest:.1f} ms, of which its products alone take {floor:.1f} and the rest {rest:.1f} "
+          "(target: the rest no larger than the products)" for mark, (name, rest) in zip(marks, steps)]
+    zh = [f"{mark} {SHOWN_ZH.get(name, name)}：{floor + rest:.1f} 毫秒，其中只算矩阵乘法 {floor:.1f} 毫秒，其余 {rest:.1f} 毫秒"
+          "（目标：其余部分不超过矩阵乘法）" for mark, (name, rest) in zip(marks, steps)]
+    return en, zh
 
 
 def compiled_lines(results: dict) -> tuple[list[str], list[str]]:
