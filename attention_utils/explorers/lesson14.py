@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..checks import bilingual, shown
 from ..language import text
-from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, model_timing, reads, roofline_point
+from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, machine_name, model_timing, reads, roofline_point
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
@@ -35,7 +35,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
         raise ValueError(bilingual(
             f"highlight must be a measured (format, batch), such as {measured[0]}, got {shown(highlight)}.",
             f"highlight 必须是测过的 (format, batch)，例如 {measured[0]}，实际是 {shown(highlight, True)}。"))
-    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(10.5, 4.6), layout="constrained")
     ridge = roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
     xs = [0.05, ridge, 2000.0]
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
@@ -73,9 +73,10 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     ax.set(xscale="log", yscale="log", xlim=(0.05, 2000),
            xlabel=text("arithmetic intensity (FLOPs per byte read)", "算术强度（每读一个字节做的浮点运算次数）"),
            ylabel=text("GFLOP/s achieved", "实际达到的 GFLOP/s"))
-    ax.set_title(text(f"SmolLM2-135M, {env['cpu']}, {env['threads']} threads, {env['date']}",
-                      f"SmolLM2-135M，{env['cpu']}，{env['threads']} 个线程，{env['date']}"), fontsize=9)
-    ax.legend(fontsize=8, loc="lower right")  # the upper left holds the decode points (llama.cpp's star among them)
+    ax.set_title(text(f"SmolLM2-135M, {env['cpu']} ({machine_name(results)}), {env['threads']} threads, {env['date']}",
+                      f"SmolLM2-135M，{env['cpu']}（{machine_name(results, 'zh')}），{env['threads']} 个线程，{env['date']}"),
+                 fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the axes: it covers no point
     return fig
 
 
