@@ -165,8 +165,9 @@ def model_format_table(results: dict, language: str = "en") -> str:
                 "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
     rows = []
-    for fmt in (f for f in (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor", "matmul floor q4") if any(
-            r["format"] == f for r in results["timings"])):  # q4 from issue 48's bench on; llama.cpp where installed
+    # q4 from issue 48's bench on; llama.cpp where installed; a row the run did not time is left out
+    shown_rows = (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor", "matmul floor q4")
+    for fmt in (f for f in shown_rows if any(r["format"] == f for r in results["timings"])):
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
         # measured for every format (a missing one is named), not for transformers, llama.cpp, compiled steps or floors

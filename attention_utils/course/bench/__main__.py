@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved
+from ...results import (ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_SPECULATIVE,
+                        SAVED_SPECULATIVE_BF16, load_saved)
 from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
 from .recurrent import RECURRENT_FULL, RECURRENT_QUICK

@@ -197,8 +197,8 @@ def compiled_lines(results: dict) -> tuple[list[str], list[str]]:
     if "float32 compiled" in ms:
         floor = ms["matmul floor"] / ms["float32 compiled"]
         mark = "✅" if floor >= 0.9 else "❌"
-        en.append(f"{mark} float32 compiled (torch.compile): {ms['float32 compiled']:.1f} ms, {against(floor, 0.9)} of the matmul floor's "
-                  f"speed (issue 41's target ≥ 0.9; eager: {ms['matmul floor'] / ms['float32']:.2f})")
+        en.append(f"{mark} float32 compiled (torch.compile): {ms['float32 compiled']:.1f} ms, {against(floor, 0.9)} of the "
+                  f"matmul floor's speed (issue 41's target ≥ 0.9; eager: {ms['matmul floor'] / ms['float32']:.2f})")
         zh.append(f"{mark} float32 编译后（torch.compile）：{ms['float32 compiled']:.1f} 毫秒，速度是矩阵乘法下限的 {against(floor, 0.9)} 倍"
                   f"（第 41 号议题的目标 ≥ 0.9；不编译时 {ms['matmul floor'] / ms['float32']:.2f}）")
     if "q4 compiled" in ms:
@@ -229,7 +229,8 @@ def left_lines(results: dict, language: str = "en") -> list[str]:
     en = [f"float32 weights-left (W @ x.T): {left:.1f} ms against nn.Linear's {ms['float32']:.1f} ({ms['float32'] / left:.2f}×); "
           f"its products alone {floor_left:.1f} ms against {ms['matmul floor']:.1f}; the whole step reads the weights at "
           f"{rate:.1f} GB/s (read roof {roof:.1f})",
-          f"{mark} float32 weights-left at {against(floor_left / left, 0.9)} of its own matmul floor's speed (issue 41's target ≥ 0.9)"]
+          f"{mark} float32 weights-left at {against(floor_left / left, 0.9)} of its own matmul floor's speed "
+          "(issue 41's target ≥ 0.9)"]
     zh = [f"float32 权重在左（W @ x.T）：{left:.1f} 毫秒，nn.Linear 的写法是 {ms['float32']:.1f}（速度是它的 {ms['float32'] / left:.2f} 倍）；"
           f"只算矩阵乘法 {floor_left:.1f} 毫秒，nn.Linear 是 {ms['matmul floor']:.1f}；整步读权重的速度是 {rate:.1f} GB/s"
           f"（读取屋顶 {roof:.1f}）",
@@ -237,8 +238,8 @@ def left_lines(results: dict, language: str = "en") -> list[str]:
     if "float32 weights-left compiled" in ms:
         compiled = ms["float32 weights-left compiled"]
         mark = "✅" if floor_left / compiled >= 0.9 else "❌"
-        en.append(f"{mark} float32 weights-left compiled: {compiled:.1f} ms, {against(floor_left / compiled, 0.9)} of its own matmul floor's "
-                  "speed (issue 41's target ≥ 0.9)")
+        en.append(f"{mark} float32 weights-left compiled: {compiled:.1f} ms, {against(floor_left / compiled, 0.9)} of its own "
+                  "matmul floor's speed (issue 41's target ≥ 0.9)")
         zh.append(f"{mark} float32 权重在左并编译：{compiled:.1f} 毫秒，速度是它自己的矩阵乘法下限的 {against(floor_left / compiled, 0.9)} 倍"
                   "（第 41 号议题的目标 ≥ 0.9）")
         if TRANSFORMERS in ms:
