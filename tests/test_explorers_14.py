@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import pytest
 from explorer_harness import drive, language  # noqa: F401 (a fixture)
 
 from attention_utils import results
@@ -12,9 +13,20 @@ SAVED = results.load_saved(results.SAVED_MODEL)
 
 
 def test_every_control_redraws(language):
-    redrawn = drive(lesson14.show_roofline, SAVED)
-    assert len(redrawn) == 2 and all(redrawn.values()), redrawn
+    redrawn = drive(lesson14.show_roofline, SAVED, results.load_saved(results.SAVED_MODEL_BF16))
+    assert len(redrawn) == 3 and all(redrawn.values()), redrawn  # format, batch and machine
     plt.close("all")
+
+
+def test_without_a_second_machine_the_menu_holds_one(language):
+    redrawn = drive(lesson14.show_roofline, SAVED)
+    assert len(redrawn) == 3 and list(redrawn.values()) == [True, True, False], redrawn  # the machine menu cannot move
+    plt.close("all")
+
+
+def test_a_second_run_of_another_bench_is_refused():
+    with pytest.raises(ValueError, match="SAVED_MODEL_BF16"):
+        lesson14.show_roofline(SAVED, results.load_saved(results.SAVED_SPECULATIVE))
 
 
 def test_the_roof_is_the_lower_of_bandwidth_and_throughput():

@@ -93,18 +93,29 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
-def show_roofline(results: dict) -> None:
-    """A weight-format menu and a batch-size slider that circle one measured decode point on the roofline."""
+def show_roofline(results: dict, second: dict | None = None) -> None:
+    """A weight-format menu and a batch-size slider that circle one measured decode point on the roofline; with a
+    second machine's results (load_saved(SAVED_MODEL_BF16)), a machine menu too."""
+    runs = {machine_name(results): results}
+    if second is not None:
+        second = _second_run(second)
+        runs[machine_name(second)] = second
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
+    formats = [f for f in (*FORMATS, "q4") if all(any(r["format"] == f for r in run["timings"]) for run in runs.values())]
 
-    def draw(fmt: str, batch: int) -> Figure:
-        fig = draw_roofline(results, (fmt, batch))
-        fig.suptitle(point_summary(results, fmt, batch), fontsize=9)
+    def draw(fmt: str, batch: int, machine: str) -> Figure:
+        fig = draw_roofline(runs[machine], (fmt, batch))
+        fig.suptitle(point_summary(runs[machine], fmt, batch), fontsize=9)
         return fig
 
+    machines = widgets.Dropdown(options=list(runs), value=next(iter(runs)), description=text("machine", "机器"),
+                                layout=widgets.Layout(width="24em"), disabled=len(runs) == 1)
     explore(
         draw,
-        fmt=widgets.Dropdown(options=[f for f in (*FORMATS, "q4") if any(r["format"] == f for r in results["timings"])],
-                             value="float32", description=text("format", "权重格式")),
+        fmt=widgets.Dropdown(options=formats, value="float32", description=text("format", "权重格式")),
         batch=widgets.SelectionSlider(options=batches, value=batches[0], description=text("batch", "批大小")),
+        machine=machines,
     )
+
+
+_second_run = reads("SAVED_MODEL_BF16", "timings", "format", "roofs", "environment")(lambda results: results)
