@@ -57,3 +57,11 @@ def test_a_decode_step_timed_twice_apart_is_named_as_a_busy_machine():
     lines = disturbed({**calm, "weights_left": busy})
     assert len(lines) == 1 and "weights-left" in lines[0] and "(1.40x)" in lines[0] and "run again" in lines[0]
     assert disturbed({"error": "the model could not be loaded"}) == []
+
+
+def test_the_readme_section_is_what_the_saved_runs_write():
+    from attention_utils.course.bench import speculative
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- speculative:start -->\n", 1)[1].split("\n<!-- speculative:end -->", 1)[0]
+    assert section == speculative.speculative_markdown(results.load_saved(results.SAVED_SPECULATIVE))  # both machines
