@@ -13,9 +13,21 @@ SAVED = results.load_saved(results.SAVED_SPECULATIVE)
 
 
 def test_every_control_redraws(language):
-    redrawn = drive(lesson18.show_speedup, SAVED)
-    assert len(redrawn) == 2 and all(redrawn.values()), redrawn
+    redrawn = drive(lesson18.show_speedup, SAVED, results.load_saved(results.SAVED_SPECULATIVE_BF16))
+    assert len(redrawn) == 3 and all(redrawn.values()), redrawn  # alpha, d and the measured c(k)
     plt.close("all")
+
+
+def test_the_menu_offers_each_measured_cost_and_refuses_another_bench(language):
+    second = results.load_saved(results.SAVED_SPECULATIVE_BF16)
+    runs = list(lesson18.cost_runs(SAVED, second).values())
+    assert len(lesson18.cost_runs(SAVED)) == 1 and len(runs) == 3
+    expected = [second["weights_left"]["verification_ms"]["4"] / second["weights_left"]["verification_ms"]["0"]]
+    assert lesson18.pass_costs(runs[2])[4] == pytest.approx(expected[0])  # the weights-left c(4), as the lesson prints it
+    with pytest.raises(ValueError, match="SAVED_SPECULATIVE_BF16"):
+        lesson18.cost_runs(SAVED, results.load_saved(results.SAVED_MODEL))
+    with pytest.raises(TypeError, match="SAVED_SPECULATIVE_BF16"):
+        lesson18.cost_runs(SAVED, [second])
 
 
 def test_the_k0_pass_is_one_decode_step_and_the_curve_by_hand():

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..checks import bilingual, shown
 from ..inference.speculative_cost import predicted_speedup
 from ..language import text
 from .widgets import explore
@@ -79,10 +80,28 @@ def draw_speedup(results: dict, alpha: float, draft_cost: float) -> Figure:
     return fig
 
 
-def show_speedup(results: dict) -> None:
-    """Sliders for the acceptance rate alpha and the draft's cost d; the curve of predicted speed-up over k redraws."""
+def cost_runs(results: dict, second: dict | None = None) -> dict[str, dict]:
+    """The measured c(k) the explorer offers, by a name in the current language: the saved run's, and with the second
+    machine's run (load_saved(SAVED_SPECULATIVE_BF16)) its own with nn.Linear and with weights-left products."""
+    runs = {text("this lesson's run (nn.Linear)", "本课这次运行（nn.Linear）"): results}
+    if second is not None:
+        if not isinstance(second, dict) or not {"verification_ms", "weights_left"} <= set(second):
+            raise (TypeError if not isinstance(second, dict) else ValueError)(bilingual(
+                f"second must be what load_saved(results.SAVED_SPECULATIVE_BF16) returns, got {shown(second)}.",
+                f"second 必须是 load_saved(results.SAVED_SPECULATIVE_BF16) 返回的结果，实际是 {shown(second, True)}。"))
+        runs[text("second machine, nn.Linear", "第二台机器，nn.Linear")] = second
+        runs[text("second machine, weights-left", "第二台机器，权重在左")] = {**second, **second["weights_left"]}
+    return runs
+
+
+def show_speedup(results: dict, second: dict | None = None) -> None:
+    """Sliders for the acceptance rate alpha and the draft's cost d, and a menu of measured c(k): the predicted
+    speed-up over k redraws."""
+    runs = cost_runs(results, second)
     explore(
-        lambda alpha, draft_cost: draw_speedup(results, alpha, draft_cost),
+        lambda alpha, draft_cost, costs: draw_speedup(runs[costs], alpha, draft_cost),
         alpha=widgets.FloatSlider(value=0.8, min=0.0, max=1.0, step=0.05, description=text("alpha", "接受率 α")),
         draft_cost=widgets.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.05, description=text("draft cost d", "草稿开销 d")),
+        costs=widgets.Dropdown(options=list(runs), value=next(iter(runs)), description=text("c(k) of", "c(k) 来自"),
+                               layout=widgets.Layout(width="28em"), disabled=len(runs) == 1),
     )
