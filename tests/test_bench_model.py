@@ -190,7 +190,7 @@ def test_left_lines_read_the_weights_left_rows_against_nn_linear_the_roof_and_q4
 
 def test_the_machines_table_reads_both_runs_step_by_step():
     def run(cpu: str, bf16: bool, rows: tuple) -> dict:
-        return {"kernel": {"cpu_capability": cpu, "avx512_bf16": bf16, "amx_bf16": False},
+        return {"kernel": {"cpu_capability": cpu, "avx512_bf16": bf16, "amx_bf16": False}, "roofs": {}, "environment": {},
                 "timings": [{"format": f, "batch": b, "phase": p, "ms": ms} for f, b, p, ms in rows]}
     first = run("AVX2", False, (("float32", 1, "decode", 60.0), ("bfloat16", 8, "decode", 190.0),
                                 ("float32", 1, "prefill", 440.0)))
@@ -214,7 +214,7 @@ def test_the_machines_table_reads_both_runs_step_by_step():
 
 
 def test_the_second_machine_run_refuses_a_cpu_without_bfloat16_instructions(monkeypatch, tmp_path):
-    monkeypatch.setattr(model_report, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
+    monkeypatch.setattr(model_formats, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
     with pytest.raises(SystemExit, match="no bfloat16 instructions"):
         model_report.run_model_decode(model_decode.MODEL_QUICK, 1, tmp_path, quick=True, bf16_cpu=True)
 

@@ -43,7 +43,9 @@ def test_the_second_machine_is_read_into_the_readme_and_refused_on_a_cpu_without
     assert len(rows) == 5 + 2 * (len(speculative.TABLE_HEAD) + len(second["summary"])) + 1
     monkeypatch.setattr(speculative, "SAVED_SPECULATIVE_BF16", tmp_path / "missing.json")
     assert speculative.second_machine_rows() == []  # not saved: no section
-    monkeypatch.setattr(speculative, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
+    from attention_utils.course.bench import model_formats
+
+    monkeypatch.setattr(model_formats, "kernel_path", lambda: {"avx512_bf16": False, "amx_bf16": False})
     with pytest.raises(SystemExit, match="no bfloat16 instructions"):
         speculative.run_speculative(SPECULATIVE_QUICK, 1, tmp_path, quick=True, bf16_cpu=True)
 

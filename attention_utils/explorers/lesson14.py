@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..checks import bilingual, shown
 from ..language import text
-from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, machine_name, model_timing, reads, roofline_point
+from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, machine_name, model_timing, reads, roofline_point, second_run
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
@@ -96,10 +96,10 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
 def show_roofline(results: dict, second: dict | None = None) -> None:
     """A weight-format menu and a batch-size slider that circle one measured decode point on the roofline; with a
     second machine's results (load_saved(SAVED_MODEL_BF16)), a machine menu too."""
-    runs = {machine_name(results): results}
+    runs = {text(machine_name(results), machine_name(results, "zh")): results}
     if second is not None:
-        second = _second_run(second)
-        runs[machine_name(second)] = second
+        second = second_run(second)
+        runs[text(machine_name(second), machine_name(second, "zh"))] = second
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
     formats = [f for f in (*FORMATS, "q4") if all(any(r["format"] == f for r in run["timings"]) for run in runs.values())]
 
@@ -117,5 +117,3 @@ def show_roofline(results: dict, second: dict | None = None) -> None:
         machine=machines,
     )
 
-
-_second_run = reads("SAVED_MODEL_BF16", "timings", "format", "roofs", "environment")(lambda results: results)

@@ -215,7 +215,10 @@ def machine_name(results: dict, language: str = "en") -> str:
     return f"{kernel.get('cpu_capability', '?')}, {'with' if has_bf16 else 'no'} bfloat16 instructions"
 
 
-_second_run = reads("SAVED_MODEL_BF16", "timings", "format")(lambda results: results)  # the same check for the second run
+@reads("SAVED_MODEL_BF16", "timings", "format", "roofs", "environment")
+def second_run(results: dict) -> dict:
+    """The second machine's saved run, checked as every reader checks the first (load_saved(SAVED_MODEL_BF16))."""
+    return results
 
 
 @reads("SAVED_MODEL", "timings", "format")
@@ -225,7 +228,7 @@ def model_machines_table(first: dict, second: dict, language: str = "en") -> str
         found = [r["ms"] for r in results["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, phase)]
         return found[0] if found else None
 
-    second = _second_run(second)
+    second = second_run(second)
     zh = language == "zh"
     phases = {"decode": "一步解码" if zh else "decode step", "prefill": "预填充" if zh else "prefill"}
     headers = ["步骤" if zh else "step", *(f"{machine_name(r, language)}（毫秒）" if zh else f"{machine_name(r)} (ms)"

@@ -253,6 +253,14 @@ def llama_cpp_step(prompt: torch.Tensor, threads: int) -> Callable[[], None] | N
     return step
 
 
+def require_bf16_cpu(saved: str) -> None:
+    """Refuse `--bf16-cpu` on a CPU without bfloat16 instructions: its run would be saved as the second machine's."""
+    path = kernel_path()
+    if not (path["avx512_bf16"] or path["amx_bf16"]):
+        raise SystemExit("--bf16-cpu: this CPU has no bfloat16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo); "
+                         f"run the bench without it, into {saved}")
+
+
 def kernel_path() -> dict:
     """Which int4 kernel path the q4 rows took: torch's CPU capability and whether the CPU has bfloat16 instructions."""
     try:

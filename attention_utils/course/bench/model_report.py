@@ -12,7 +12,7 @@ from ...results import (
 )
 from .harness import environment, run_in_child
 from .model_decode import ModelWorkload, measure_model
-from .model_formats import kernel_path
+from .model_formats import require_bf16_cpu
 from .report import save_json, update_readme
 
 
@@ -24,9 +24,8 @@ def run_model_decode(workload: ModelWorkload, threads: int, out: Path, quick: bo
     With bf16_cpu (only on a CPU with bfloat16 instructions) it saves figures/bench_model_bf16_cpu.json instead, the
     second machine lesson 14 reads beside the first, and draws no figure.
     """
-    if bf16_cpu and not (kernel_path()["avx512_bf16"] or kernel_path()["amx_bf16"]):
-        raise SystemExit("--bf16-cpu: this CPU has no bfloat16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo); "
-                         "run the bench without it, into figures/bench_model.json")
+    if bf16_cpu:
+        require_bf16_cpu("figures/bench_model.json")
     saved = SAVED_MODEL_BF16 if bf16_cpu else SAVED_MODEL
     if replot:
         results = load_saved(saved)

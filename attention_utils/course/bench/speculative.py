@@ -31,7 +31,7 @@ from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...language import LANGUAGES
 from ...results import ROOT, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved, machine_name
 from .harness import environment, run_in_child
-from .model_formats import alternate, kernel_path, roofs
+from .model_formats import alternate, kernel_path, require_bf16_cpu, roofs
 from .report import save_json, update_readme
 
 DRAFTS = ("prompt lookup", "int8", "bfloat16", "early exit")
@@ -203,9 +203,8 @@ def run_speculative(workload: SpeculativeWorkload, threads: int, out: Path, quic
     With bf16_cpu (only on a CPU with bfloat16 instructions) the run goes to figures/bench_speculative_bf16_cpu.json,
     the second machine lesson 18 reads beside the first, and draws no figure.
     """
-    if bf16_cpu and not (kernel_path()["avx512_bf16"] or kernel_path()["amx_bf16"]):
-        raise SystemExit("--bf16-cpu: this CPU has no bfloat16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo); "
-                         "run the bench without it, into figures/bench_speculative.json")
+    if bf16_cpu:
+        require_bf16_cpu("figures/bench_speculative.json")
     saved = SAVED_SPECULATIVE_BF16 if bf16_cpu else SAVED_SPECULATIVE
     if replot:
         results = load_saved(saved)
