@@ -386,6 +386,7 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
     roofs = [printed(r"compute roofs: float32 (\d+), bfloat16 (\d+)", outputs[at:]).groups()
              for at in (0, outputs.index("with bfloat16 instructions:"))]
     assert float(roofs[0][1]) < float(roofs[0][0]) and float(roofs[1][1]) > 2 * float(roofs[1][0])
+    assert float(roofs[1][1]) / float(roofs[0][1]) > 4  # "far more than twice-as-wide vectors alone would explain"
     reads = [_number(r"read roof ([\d.]+) GB/s", outputs[at:]) for at in (0, outputs.index("with bfloat16 instructions:"))]
     kernel = printed(r"with bfloat16 instructions:\n.*\n  every weight matrix × one vector: int8 kernel ([\d.]+) ms, "
                      r"bfloat16 F.linear ([\d.]+) ms", outputs).groups()
