@@ -240,6 +240,8 @@ def test_the_q4_row_is_timed_with_the_others_and_counts_the_files_bytes(smollm2,
                       + 3 * c.d_model * c.d_ff) // 32  # 20 bytes per 32 weights of every block matrix
     table, norms = 2 * c.vocab_size * c.d_model, 4 * (2 * c.num_layers + 1) * c.d_model  # bfloat16 table, float32 norms
     assert rows["q4", 1, "decode"]["weight_bytes"] == q4_1 + table + norms
+    assert rows["matmul floor q4", 2, "decode"]["weight_bytes"] == q4_1 + table  # its products read no norms
+    assert rows["matmul floor q4", 2, "decode"]["cache_bytes"] == 0
     assert found["file_bytes"] == q4_1 + 34 * c.vocab_size * c.d_model // 32 + norms  # Q8_0 table: 34 bytes per 32
     assert rows["q4", 1, "decode"]["cache_bytes"] == rows["float32", 1, "decode"]["cache_bytes"]  # q4's cache is float32
     assert set(found["kernel"]) >= {"cpu_capability", "avx512_bf16", "amx_bf16"}

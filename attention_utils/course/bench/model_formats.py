@@ -129,6 +129,12 @@ def q4_floor_step(q4: torch.nn.Module, batch: int) -> Callable[[], None]:
     return step
 
 
+def q4_product_bytes(q4: torch.nn.Module) -> int:
+    """The bytes q4_floor_step reads: every Q4Linear's packed codes, scales and zeros, and the bfloat16 table."""
+    layers = [m for m in q4.modules() if isinstance(m, Q4Linear)]
+    return sum(b.nbytes for layer in layers for b in layer.buffers()) + q4.token_embedding.weight.nbytes
+
+
 def load_reference() -> torch.nn.Module:
     """transformers' Llama on the same GGUF file, float32, offline (ImportError if transformers is missing)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -182,7 +188,7 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
             new, earlier = (1, length) if phase == "decode" else (length, 0)
             cost = forward_cost(config, new, earlier, batch=batch)
             held = {FLOOR: sum(w.numel() * 4 for w in matrices), LLAMA_CPP: file_bytes, **sizes,
-                    f"{FLOOR} q4": sizes.get("q4")}.get(
+                    f"{FLOOR} q4": q4_product_bytes(models["q4"]) if "q4" in models else None}.get(
                 name.removesuffix(f" {COMPILED}").removesuffix(f" {LEFT}"), sizes["float32"])
             cache = cost.cache_bytes if not name.startswith(FLOOR) else 0
             if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number
