@@ -35,17 +35,16 @@ def plot_speedups(ax: Axes, results: dict) -> None:
     """On ax: measured speed-up per draft and k as bars, the cost model's prediction as a black mark."""
     from ..results.speculative import DRAFT_NAMES
 
-    ks = results["workload"]["ks"]
+    ks, drafts = results["workload"]["ks"], [name for name in DRAFT_NAMES if any(r["draft"] == name for r in results["summary"])]
     width = 0.8 / len(ks)
     for index, k in enumerate(ks):
-        rows = [next(r for r in results["summary"] if r["draft"] == name and r["k"] == k) for name in DRAFT_NAMES]
-        xs = [i + index * width for i in range(len(DRAFT_NAMES))]
+        rows = [next(r for r in results["summary"] if r["draft"] == name and r["k"] == k) for name in drafts]
+        xs = [i + index * width for i in range(len(drafts))]
         ax.bar(xs, [r["speedup"] for r in rows], width=width, color=f"C{index}", label=f"k = {k}")
         ax.scatter(xs, [r["predicted"] for r in rows], marker="_", s=200, color="black", zorder=3,
                    label=text("predicted", "预测") if index == 0 else None)
     ax.axhline(1, color="gray", linewidth=1)
-    ax.set_xticks([i + width * (len(ks) - 1) / 2 for i in range(len(DRAFT_NAMES))],
-                  [text(*names) for names in DRAFT_NAMES.values()])
+    ax.set_xticks([i + width * (len(ks) - 1) / 2 for i in range(len(drafts))], [text(*DRAFT_NAMES[name]) for name in drafts])
     ax.set(ylabel=text("speed-up over plain decoding", "相对普通解码的加速比"),
            title=text("greedy speculative decoding on the saved prompts", "在保存的提示词上做贪心投机解码"))
     ax.legend(fontsize=8)

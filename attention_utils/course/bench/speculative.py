@@ -6,7 +6,7 @@ against one of the model (its cost d in decode steps); then greedy decoding of a
 plain and speculative with each draft and k, each run timed whole (prefill included). Every speculative run's
 tokens are compared with plain decoding's; the predicted speed-up uses the measured alpha, c(k) and d only.
 All of it once more with the model's products written weights-left (inference/row_products.py), for the
-model that checks and for plain decoding alike (the int8 and bfloat16 drafts unchanged, the early exit taken
+model that checks and for plain decoding alike (the int8, bfloat16 and q4 drafts unchanged, the early exit taken
 from the weights-left model): the kernel torch picks for one row and for a few rows changes c(k) and d, and
 this part shows how much of the speed-up that decides.
 """
@@ -27,6 +27,7 @@ from ...inference.row_products import weights_left
 from ...inference.speculative import ModelDraft, PromptLookup, early_exit, speculative_greedy
 from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, verification_cost
 from ...inference.weight_formats import to_format, weight_bytes
+from ...models.q4_weights import to_q4
 from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...language import LANGUAGES
 from ...results import ROOT, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved, machine_name
@@ -34,9 +35,10 @@ from .harness import environment, run_in_child
 from .model_formats import alternate, kernel_path, require_bf16_cpu, roofs
 from .report import save_json, update_readme
 
-DRAFTS = ("prompt lookup", "int8", "bfloat16", "early exit")
+DRAFTS = ("prompt lookup", "int8", "bfloat16", "q4", "early exit")
 NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("the model in int8", "int8 的同一模型"),
-         "bfloat16": ("the model in bfloat16", "bfloat16 的同一模型"), "early exit": ("early exit", "提前退出")}
+         "bfloat16": ("the model in bfloat16", "bfloat16 的同一模型"),
+         "q4": ("the model in q4 (its file's 4-bit blocks)", "q4 的同一模型（文件自带的 4 位块）"), "early exit": ("early exit", "提前退出")}
 TABLE_HEAD = ["| draft / 草稿 | k | alpha | tokens per pass / 每次前向的词元 | d | speed-up / 加速比 | predicted / 预测 | "
               "same tokens / 输出相同 |", "|---|---|---|---|---|---|---|---|"]
 PROMPTS = ("Monday, Tuesday, Wednesday, Thursday,", "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n",
@@ -57,15 +59,17 @@ class SpeculativeWorkload:
     matmul_n: int
 
 
-SPECULATIVE_FULL = SpeculativeWorkload(PROMPTS, new_tokens=32, ks=(2, 4), most=8, exit_layers=8, calls=5,
+SPECULATIVE_FULL = SpeculativeWorkload(PROMPTS, new_tokens=32, ks=(2, 4, 8), most=8, exit_layers=8, calls=5,
                                        read_mib=256, matmul_n=1024)
 SPECULATIVE_QUICK = SpeculativeWorkload(PROMPTS[:1], new_tokens=8, ks=(2,), most=2, exit_layers=8, calls=2,
                                         read_mib=16, matmul_n=256)
 
 
 def draft_models(model: torch.nn.Module, layers: int) -> dict[str, torch.nn.Module]:
-    """The three model drafts: the model in int8 and in bfloat16 (lesson 14's formats), and its first `layers` blocks."""
-    return {"int8": to_format(model, "int8"), "bfloat16": to_format(model, "bfloat16"), "early exit": early_exit(model, layers)}
+    """The four model drafts: the model in int8, bfloat16 and q4 (lesson 14's formats; q4 reads the file's own 4-bit
+    blocks, the very weights the float32 model was read from), and its first `layers` blocks."""
+    return {"int8": to_format(model, "int8"), "bfloat16": to_format(model, "bfloat16"), "q4": to_q4(model),
+            "early exit": early_exit(model, layers)}
 
 
 def make_draft(name: str, models: dict[str, torch.nn.Module]) -> object:
@@ -178,7 +182,7 @@ def summary(results: dict) -> list[dict]:
     roofline = {int(k): cost for k, cost in results["roofline_cost"].items()}
     steps, sizes = results["draft_step_ms"], results["weight_bytes"]
     rows = []
-    for name in DRAFTS:
+    for name in [name for name in DRAFTS if any(r["draft"] == name for r in results["runs"])]:  # a run saved before q4 has none
         for k in results["workload"]["ks"]:
             mine = [r for r in results["runs"] if r["draft"] == name and r.get("k") == k]
             accepted, passes = sum(r["accepted"] for r in mine), sum(r["passes"] for r in mine)
