@@ -23,7 +23,7 @@ def test_a_quick_run_checks_both_products_and_writes_only_its_own_folder(tmp_pat
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads((tmp_path / "speculative.json").read_text(encoding="utf-8"))
-    expected = [(name, k) for name in DRAFTS for k in SPECULATIVE_QUICK.ks]
+    expected = [(name, k) for name in DRAFTS if name != "q4 compiled" for k in SPECULATIVE_QUICK.ks]  # compiled: full run only
     for part in ("summary", "summary_weights_left"):
         assert [(row["draft"], row["k"]) for row in found[part]] == expected
         assert all(row["same"] for row in found[part]), part  # every speculative run gave plain greedy decoding's tokens

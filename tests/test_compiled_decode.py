@@ -71,3 +71,28 @@ def test_errors_say_what_to_do():
         decoder.step(torch.tensor([[3]]))
     english, chinese = str(failed.value).splitlines()
     assert "compiled=False" in english and "compiled=False" in chinese and "编译器" in chinese
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_the_compiled_draft_proposes_what_a_model_draft_proposes_and_keeps_greedy_exact(compiled):
+    from attention_utils.inference.generation import generate
+    from attention_utils.inference.speculative import ModelDraft, speculative_greedy
+    from attention_utils.models.compiled_decode import CompiledDraft
+
+    model, draft_model = tiny_llama(16, 4, 2, seed=3), tiny_llama(16, 4, 2, seed=4)  # the draft: another model
+    ours, theirs = CompiledDraft(CompiledDecoder(draft_model, 40, compiled=compiled)), ModelDraft(draft_model, KVCache(2))
+    text = [3, 1, 4, 1, 5]
+    for k, kept in [(4, 2), (3, 3), (2, 0), (5, 1)]:  # each time keep `kept` of the proposal and add one other token
+        proposal = ours.propose(text, k)
+        assert proposal == theirs.propose(text, k) and len(proposal) == k
+        text = text + proposal[:kept] + [(proposal[kept] + 1) % 30 if kept < k else 7]
+    assert ours.propose([9, 8], 3) == theirs.propose([9, 8], 3)  # another text starts over
+    assert ours.propose([9], 0) == []
+    prompt = torch.tensor([[2, 7, 1, 8]])
+    run = speculative_greedy(model, prompt, 12, KVCache(2), CompiledDraft(CompiledDecoder(draft_model, 40, compiled=compiled)), k=3)
+    assert torch.equal(run.tokens, generate(model, prompt, 12, KVCache(2)).tokens)
+    assert_contract_error(lambda: CompiledDraft(CompiledDecoder(draft_model, 8, batch=2, compiled=False)), "batch=1", "batch=2", kind=TypeError)
+    decoder = CompiledDecoder(draft_model, 8, compiled=False)
+    decoder.prefill(torch.tensor([[1, 2, 3]]))
+    assert_contract_error(lambda: decoder.rewind(4), "rewind", "prefill", kind=ValueError)
+    assert_contract_error(lambda: decoder.rewind(0), "rewind", kind=ValueError)

@@ -8,6 +8,9 @@ in buffers reserved once for `max_tokens`, each step writes its token's slot, an
 slots not yet written. The blocks are the model's own (its `prepared` path), so the step computes
 what the eager one does, in another order of additions. Compiling takes a minute or two; the bench
 (`make bench BENCH_ARGS=--model`) times the result against the eager step.
+
+`CompiledDraft` proposes tokens for lesson 18's speculative decoding with such a step: rewinding is
+only moving the position back, since the mask hides every slot after it.
 """
 
 from __future__ import annotations
@@ -112,6 +115,14 @@ class CompiledDecoder:
         self.position += 1
         return check_result(self.model, logits)
 
+    def rewind(self, position: int) -> None:
+        """Forget every token from `position` on: the next step writes that slot, and the mask hides the later ones."""
+        if isinstance(position, bool) or not isinstance(position, int) or not 1 <= position <= self.position:
+            raise ValueError(bilingual(
+                f"rewind takes a position from 1 to the tokens held ({self.position}), got {position!r}; call prefill for a new text.",
+                f"rewind 的位置必须在 1 到已有的词元数（{self.position}）之间，实际是 {position!r}；换一段新文本请调用 prefill。"))
+        self.position = position
+
     def _check_room(self, tokens: torch.Tensor, needed: int) -> None:
         """Refuse a batch of another size, and tokens past the buffers' end, each with what to do instead."""
         if tokens.shape[0] != self.batch:
@@ -126,3 +137,40 @@ class CompiledDecoder:
                 "larger max_tokens (up to the model's context length).",
                 f"这个解码器最多容纳 max_tokens={self.max_tokens} 个词元，这里需要 {needed} 个；请用更大的 max_tokens"
                 "（不超过模型的上下文长度）新建一个。"))
+
+
+class CompiledDraft:
+    """A greedy draft for speculative_greedy whose steps are a CompiledDecoder's (batch 1): a draft step without overhead.
+
+    Like inference.speculative.ModelDraft it keeps the keys of the text it has seen; each call rewinds to the
+    longest prefix the new text shares with it and feeds the rest one token per step (the shapes stay fixed).
+    """
+
+    def __init__(self, decoder: CompiledDecoder) -> None:
+        if not isinstance(decoder, CompiledDecoder) or decoder.batch != 1:
+            got = f"batch={decoder.batch}" if isinstance(decoder, CompiledDecoder) else type(decoder).__name__
+            raise TypeError(bilingual(
+                f"decoder must be a CompiledDecoder(model, max_tokens) with batch=1 (a draft follows one text), got {got}.",
+                f"decoder 必须是 batch=1 的 CompiledDecoder(model, max_tokens)（草稿只跟着一段文本），实际是 {got}。"))
+        self.decoder, self.seen = decoder, []  # seen: the tokens whose keys the decoder's buffers hold
+        self.device = decoder.model.final_norm.weight.device
+
+    def propose(self, tokens: list[int], k: int) -> list[int]:
+        """Up to k greedy tokens after `tokens` (the text so far, as ids)."""
+        if k == 0:
+            return []
+        common = next((i for i, (a, b) in enumerate(zip(self.seen, tokens)) if a != b), min(len(self.seen), len(tokens)))
+        common = min(common, len(tokens) - 1)  # the last token goes in again: its scores give the first proposal
+        if common == 0:  # a new text: its keys are read in one eager pass
+            scores = self.decoder.prefill(torch.tensor([tokens], device=self.device))[0, -1]
+        else:
+            self.decoder.rewind(common)
+            for token in tokens[common:]:
+                scores = self.decoder.step(torch.tensor([[token]], device=self.device))[0, -1]
+        self.seen, proposal = list(tokens), []
+        while True:
+            proposal.append(int(scores.argmax()))
+            if len(proposal) == k:
+                return proposal
+            scores = self.decoder.step(torch.tensor([proposal[-1:]], device=self.device))[0, -1]
+            self.seen.append(proposal[-1])

@@ -8,7 +8,8 @@ tokens are compared with plain decoding's; the predicted speed-up uses the measu
 All of it once more with the model's products written weights-left (inference/row_products.py), for the
 model that checks and for plain decoding alike (the int8, bfloat16 and q4 drafts unchanged, the early exit taken
 from the weights-left model): the kernel torch picks for one row and for a few rows changes c(k) and d, and
-this part shows how much of the speed-up that decides.
+this part shows how much of the speed-up that decides. The full run adds the q4 draft with its step compiled
+(models/compiled_decode.py), lesson 14's leanest decode step, when torch.compile can build CPU kernels.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,7 +29,9 @@ from ...inference.row_products import weights_left
 from ...inference.speculative import ModelDraft, PromptLookup, early_exit, speculative_greedy
 from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, verification_cost
 from ...inference.weight_formats import to_format, weight_bytes
+from ...models.compiled_decode import CompiledDecoder, CompiledDraft
 from ...models.q4_weights import to_q4
+from ...inference.flex_window import can_compile
 from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...language import LANGUAGES
 from ...results import ROOT, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved, machine_name
@@ -35,10 +39,11 @@ from .harness import environment, run_in_child
 from .model_formats import alternate, kernel_path, require_bf16_cpu, roofs
 from .report import save_json, update_readme
 
-DRAFTS = ("prompt lookup", "int8", "bfloat16", "q4", "early exit")
+DRAFTS = ("prompt lookup", "int8", "bfloat16", "q4", "q4 compiled", "early exit")
 NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("the model in int8", "int8 的同一模型"),
          "bfloat16": ("the model in bfloat16", "bfloat16 的同一模型"),
-         "q4": ("the model in q4 (its file's 4-bit blocks)", "q4 的同一模型（文件自带的 4 位块）"), "early exit": ("early exit", "提前退出")}
+         "q4": ("the model in q4 (its file's 4-bit blocks)", "q4 的同一模型（文件自带的 4 位块）"),
+         "q4 compiled": ("the model in q4, its step compiled", "q4 的同一模型，解码步编译后"), "early exit": ("early exit", "提前退出")}
 TABLE_HEAD = ["| draft / 草稿 | k | alpha | tokens per pass / 每次前向的词元 | d | speed-up / 加速比 | predicted / 预测 | "
               "same tokens / 输出相同 |", "|---|---|---|---|---|---|---|---|"]
 PROMPTS = ("Monday, Tuesday, Wednesday, Thursday,", "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n",
@@ -57,25 +62,32 @@ class SpeculativeWorkload:
     calls: int
     read_mib: int
     matmul_n: int
+    compiled_draft: bool = False  # the q4 draft's step also compiled: a minute or two to compile, so only the full run
 
 
 SPECULATIVE_FULL = SpeculativeWorkload(PROMPTS, new_tokens=32, ks=(2, 4, 8), most=8, exit_layers=8, calls=5,
-                                       read_mib=256, matmul_n=1024)
+                                       read_mib=256, matmul_n=1024, compiled_draft=True)
 SPECULATIVE_QUICK = SpeculativeWorkload(PROMPTS[:1], new_tokens=8, ks=(2,), most=2, exit_layers=8, calls=2,
                                         read_mib=16, matmul_n=256)
 
 
-def draft_models(model: torch.nn.Module, layers: int) -> dict[str, torch.nn.Module]:
-    """The four model drafts: the model in int8, bfloat16 and q4 (lesson 14's formats; q4 reads the file's own 4-bit
-    blocks, the very weights the float32 model was read from), and its first `layers` blocks."""
-    return {"int8": to_format(model, "int8"), "bfloat16": to_format(model, "bfloat16"), "q4": to_q4(model),
-            "early exit": early_exit(model, layers)}
+def draft_models(model: torch.nn.Module, layers: int, compiled_tokens: int | None = None) -> dict[str, object]:
+    """The model drafts: the model in int8, bfloat16 and q4 (lesson 14's formats; q4 reads the file's own 4-bit blocks,
+    the very weights the float32 model was read from), its first `layers` blocks, and, given `compiled_tokens` where
+    torch.compile can build CPU kernels, q4's step compiled over a cache of that many tokens (lesson 14's CompiledDecoder)."""
+    models = {"int8": to_format(model, "int8"), "bfloat16": to_format(model, "bfloat16"), "q4": to_q4(model),
+              "early exit": early_exit(model, layers)}
+    if compiled_tokens and can_compile():
+        models["q4 compiled"] = CompiledDecoder(models["q4"], compiled_tokens)
+    return models
 
 
 def make_draft(name: str, models: dict[str, torch.nn.Module]) -> object:
     """A fresh draft of this kind for one run (a model draft carries a cache of the run's text)."""
     if name == "prompt lookup":
         return PromptLookup(3)
+    if isinstance(models[name], CompiledDecoder):
+        return CompiledDraft(models[name])
     return ModelDraft(models[name], KVCache(models[name].config.num_layers))
 
 
@@ -102,9 +114,12 @@ def measure_speculative(workload: SpeculativeWorkload, threads: int) -> dict:
         found["verification_ms"] = {str(k): ms for k, ms in verification_cost(model, prompts[0], workload.most, workload.calls).items()}
         bandwidth, flops = found["roofs"]["bandwidth_gb_s"] * 1e9, found["roofs"]["matmul_gflop_s"] * 1e9
         found["roofline_cost"] = {str(k): roofline_pass_cost(c, k, context, bandwidth, flops) for k in range(workload.most + 1)}
-        models = draft_models(model, workload.exit_layers)
+        longest = max(p.shape[1] for p in prompts) + workload.new_tokens + max(workload.ks) + 1
+        models = draft_models(model, workload.exit_layers, longest if workload.compiled_draft else None)
+        if "q4 compiled" in models:  # its first step compiles
+            found["compile_seconds"] = seconds(compiled_step(models["q4 compiled"], prompts[0]))[0]
         found["draft_step_ms"] = draft_steps({"model": model, **models}, prompts[0], workload.calls)
-        found["weight_bytes"] = {name: weight_bytes(m) for name, m in {"model": model, **models}.items()}
+        found["weight_bytes"] = {name: weight_bytes(getattr(m, "model", m)) for name, m in {"model": model, **models}.items()}
         found["runs"] = runs(model, models, prompts, workload)
         left = weights_left(model)
         left_drafts = {**models, "early exit": early_exit(left, workload.exit_layers)}  # its first layers, weights-left too
@@ -136,6 +151,9 @@ def draft_steps(models: dict[str, torch.nn.Module], prompt: torch.Tensor, calls:
     """Median ms of one decode step of the model and of each model draft, in alternating order."""
     steps = {}
     for name, m in models.items():
+        if isinstance(m, CompiledDecoder):
+            steps[name] = compiled_step(m, prompt)
+            continue
         cache = KVCache(m.config.num_layers)
         m(prompt, cache=cache)
         start = cache.position
@@ -145,6 +163,17 @@ def draft_steps(models: dict[str, torch.nn.Module], prompt: torch.Tensor, calls:
             cache.truncate(start)
         steps[name] = step
     return alternate(steps, calls)
+
+
+def compiled_step(decoder: CompiledDecoder, prompt: torch.Tensor) -> Callable[[], None]:
+    """One step of a compiled draft after the prompt, rewound after each call so that every call is the same step."""
+    decoder.prefill(prompt)
+    token = torch.tensor([[int(prompt[0, -1])]])  # made as CompiledDraft makes its tokens: a view's strides would recompile
+
+    def step() -> None:
+        decoder.step(token)
+        decoder.rewind(prompt.shape[1])
+    return step
 
 
 def runs(model: torch.nn.Module, models: dict[str, torch.nn.Module], prompts: list[torch.Tensor],
