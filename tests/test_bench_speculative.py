@@ -39,6 +39,8 @@ def test_the_second_machine_is_read_into_the_readme_and_refused_on_a_cpu_without
     rows = speculative.second_machine_rows()
     step, left = second["draft_step_ms"]["model"], second["weights_left"]["draft_step_ms"]["model"]
     assert f"One decode step {step:.1f} ms with `nn.Linear`, {left:.1f} ms weights-left" in rows[1]
+    took = round(second["compile_seconds"])  # the full run compiles the q4 draft
+    assert f"took {took} s, before any timing" in rows[1] and f"用了 {took} 秒" in rows[3]
     assert rows.count(speculative.TABLE_HEAD[0]) == 2  # one table per way of writing the products
     assert len(rows) == 5 + 2 * (len(speculative.TABLE_HEAD) + len(second["summary"])) + 1
     monkeypatch.setattr(speculative, "SAVED_SPECULATIVE_BF16", tmp_path / "missing.json")

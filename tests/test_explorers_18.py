@@ -38,3 +38,13 @@ def test_the_k0_pass_is_one_decode_step_and_the_curve_by_hand():
     assert "k = 2" in fig.axes[0].get_title()
     lesson18.draw_costs(made_up)
     plt.close("all")
+
+
+def test_both_ways_draws_each_draft_and_k_of_the_second_machine_in_two_panels(language):
+    second = results.load_saved(results.SAVED_SPECULATIVE_BF16)
+    fig = lesson18.draw_both_ways(second)
+    for ax, rows in zip(fig.axes, (second["summary"], second["summary_weights_left"])):
+        heights = sorted(round(bar.get_height(), 9) for bar in ax.patches)
+        assert heights == sorted(round(row["speedup"], 9) for row in rows)  # one bar per draft and k, at its measured speed-up
+        assert len(ax.get_xticklabels()) == len({row["draft"] for row in rows})
+    plt.close(fig)

@@ -64,6 +64,16 @@ def draw_speedups(results: dict) -> Figure:
     return fig
 
 
+def draw_both_ways(results: dict) -> Figure:
+    """One run's speed-ups twice: with nn.Linear, and with the products weights-left for the model and plain decoding alike."""
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6.6), layout="constrained", sharey=True)
+    plot_speedups(axes[0], results)
+    plot_speedups(axes[1], {**results, "summary": results["summary_weights_left"]})
+    axes[0].set_title(text("nn.Linear: against plain decoding with nn.Linear", "nn.Linear：与用 nn.Linear 的普通解码相比"))
+    axes[1].set_title(text("weights-left: against plain decoding written weights-left", "权重在左：与写成权重在左的普通解码相比"))
+    return fig
+
+
 def draw_speedup(results: dict, alpha: float, draft_cost: float) -> Figure:
     """Predicted speed-up against k for one alpha and one draft cost d, with the saved c(k)."""
     costs = pass_costs(results)
@@ -99,8 +109,8 @@ def show_speedup(results: dict, second: dict | None = None) -> None:
     runs = cost_runs(results, second)
     explore(
         lambda alpha, draft_cost, costs: draw_speedup(runs[costs], alpha, draft_cost),
-        alpha=widgets.FloatSlider(value=0.8, min=0.0, max=1.0, step=0.05, description=text("alpha", "接受率 α")),
-        draft_cost=widgets.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.05, description=text("draft cost d", "草稿开销 d")),
+        alpha=widgets.FloatSlider(value=0.8, min=0.0, max=1.0, step=0.01, description=text("alpha", "接受率 α")),
+        draft_cost=widgets.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.01, description=text("draft cost d", "草稿开销 d")),
         costs=widgets.Dropdown(options=list(runs), value=next(iter(runs)), description=text("c(k) of", "c(k) 来自"),
                                layout=widgets.Layout(width="28em"), disabled=len(runs) == 1),
     )

@@ -5,11 +5,13 @@ from __future__ import annotations
 from ..language import table, text
 
 DRAFT_NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("int8 model", "int8 模型"),
-               "bfloat16": ("bfloat16 model", "bfloat16 模型"), "q4": ("q4 model", "q4 模型"), "early exit": ("early exit", "提前退出")}
+               "bfloat16": ("bfloat16 model", "bfloat16 模型"), "q4": ("q4 model", "q4 模型"),
+               "q4 compiled": ("q4 model, compiled", "q4 模型（编译）"), "early exit": ("early exit", "提前退出")}
 TARGET_SPEEDUP, TARGET_CLOSE = 1.5, 0.2  # the issue's targets: best draft ≥ 1.5×; measured within 20% of predicted
 
 
-def _name(draft: str, language: str) -> str:
+def draft_name(draft: str, language: str = "en") -> str:
+    """A draft's name as the tables print it, in one language."""
     return DRAFT_NAMES[draft][language == "zh"]
 
 
@@ -17,7 +19,7 @@ def speculative_table(results: dict, language: str = "en") -> str:
     """One row per draft and k: alpha, tokens per pass (measured, expected), d, speed-up (measured, predicted), same tokens."""
     headers = (["草稿", "k", "α", "每次前向的词元", "按 α 的期望", "d", "实测加速比", "预测加速比", "输出相同"] if language == "zh" else
                ["draft", "k", "α", "tokens per pass", "expected from α", "d", "speed-up", "predicted", "same tokens"])
-    rows = [[_name(r["draft"], language), r["k"], f"{r['alpha']:.2f}", f"{r['tokens_per_pass']:.2f}",
+    rows = [[draft_name(r["draft"], language), r["k"], f"{r['alpha']:.2f}", f"{r['tokens_per_pass']:.2f}",
              f"{r['expected_tokens_per_pass']:.2f}", f"{r['draft_cost']:.2f}", f"{r['speedup']:.2f}×",
              f"{r['predicted']:.2f}×", str(r["same"])] for r in results["summary"]]
     return table(headers, rows)
@@ -38,20 +40,20 @@ def speculative_verdict_lines(results: dict, language: str = "en") -> list[str]:
     top = max(best.values(), key=lambda r: r["speedup"])
     same = all(r["same"] for r in results["summary"])
     lines = [("✅ " if top["speedup"] >= TARGET_SPEEDUP else "❌ ") + text(
-        f"fastest: {_name(top['draft'], 'en')} at k = {top['k']}, {top['speedup']:.2f}× plain float32 greedy decoding "
+        f"fastest: {draft_name(top['draft'], 'en')} at k = {top['k']}, {top['speedup']:.2f}× plain float32 greedy decoding "
         f"(target ≥ {TARGET_SPEEDUP}×)",
-        f"最快的是 k = {top['k']} 的{_name(top['draft'], 'zh')}：普通 float32 贪心解码的 {top['speedup']:.2f} 倍（目标 ≥ {TARGET_SPEEDUP} 倍）"),
+        f"最快：{draft_name(top['draft'], 'zh')}，k = {top['k']}，普通 float32 贪心解码的 {top['speedup']:.2f} 倍（目标 ≥ {TARGET_SPEEDUP} 倍）"),
         ("✅ " if same else "❌ ") + text(f"every run gave plain greedy decoding's tokens: {same}",
                                         f"每次运行的输出都与普通贪心解码相同：{same}")]
     for name, row in best.items():
         off = row["speedup"] / row["predicted"] - 1
         lines.append(("✅ " if abs(off) <= TARGET_CLOSE else "❌ ") + text(
-            f"{_name(name, 'en')} (k = {row['k']}): measured {row['speedup']:.2f}×, predicted {row['predicted']:.2f}× "
+            f"{draft_name(name, 'en')} (k = {row['k']}): measured {row['speedup']:.2f}×, predicted {row['predicted']:.2f}× "
             f"({off:+.0%}; target within ±{TARGET_CLOSE:.0%})",
-            f"{_name(name, 'zh')}（k = {row['k']}）：实测 {row['speedup']:.2f} 倍，预测 {row['predicted']:.2f} 倍"
+            f"{draft_name(name, 'zh')}（k = {row['k']}）：实测 {row['speedup']:.2f} 倍，预测 {row['predicted']:.2f} 倍"
             f"（相差 {off:+.0%}；目标在 ±{TARGET_CLOSE:.0%} 以内）"))
     slower = [r for r in results["summary"] if r["speedup"] < 1]
     lines.append(text("slower than the model alone: ", "比模型单独解码还慢的：") + (
-        (", " if language == "en" else "、").join(f"{_name(r['draft'], language)} k = {r['k']} ({r['speedup']:.2f}×)" for r in slower)
+        (", " if language == "en" else "、").join(f"{draft_name(r['draft'], language)} k = {r['k']} ({r['speedup']:.2f}×)" for r in slower)
         or text("none", "没有")))
     return lines
