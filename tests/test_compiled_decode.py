@@ -15,8 +15,10 @@ def eager_and_fixed(model, decoder: CompiledDecoder, prompt: torch.Tensor, steps
     """(model's scores, decoder's scores) for the prompt and each greedy step, the model's own KVCache as the reference."""
     cache = KVCache(model.config.num_layers)
     pairs = [(model(prompt, cache=cache), decoder.prefill(prompt))]
-    for _ in range(steps):
+    for index in range(steps):
         token = pairs[-1][0][:, -1:].argmax(-1)  # the model's greedy pick, fed to both
+        if index % 3 == 2:  # every third step takes two tokens, as a speculative draft does after a pass kept them all
+            token = torch.cat([token, (token + 1) % model.config.vocab_size], dim=1)
         pairs.append((model(token, cache=cache), decoder.step(token)))
     return pairs
 
@@ -31,7 +33,7 @@ def test_steps_equal_the_models_own_decoding(compiled):
     for eager, fixed in pairs[1:]:
         # empty slots are masked out exactly; the sums run in another order (compiled kernels, longer buffers)
         torch.testing.assert_close(fixed, eager, rtol=1e-12, atol=1e-12)
-    assert decoder.position == 13
+    assert decoder.position == 15  # 5 + 8 steps, two of them of two tokens
     decoder.prefill(prompt[:, :3])  # a new prompt starts over
     assert decoder.position == 3
 
@@ -55,7 +57,9 @@ def test_errors_say_what_to_do():
     assert_contract_error(lambda: decoder.prefill(torch.zeros(1, 7, dtype=torch.long)), "max_tokens", kind=ValueError)
     decoder.prefill(torch.zeros(1, 6, dtype=torch.long))
     assert_contract_error(lambda: decoder.step(torch.tensor([[1]])), "max_tokens", kind=ValueError)
-    assert_contract_error(lambda: decoder.step(torch.tensor([[1, 2]])), "(batch, 1)", kind=ValueError)
+    decoder.prefill(torch.zeros(1, 5, dtype=torch.long))
+    assert_contract_error(lambda: decoder.step(torch.tensor([[1, 2]])), "max_tokens", kind=ValueError)  # room for one
+    assert_contract_error(lambda: decoder.step(torch.tensor([[1, 2, 3]])), "step", "(1, 3)", kind=ValueError)
     assert_contract_error(lambda: decoder.step(torch.tensor([[99]])), "29", kind=ValueError)  # ids 0..29
     assert_contract_error(lambda: CompiledDecoder("model", 8), "LlamaModel", kind=TypeError)
     assert_contract_error(lambda: CompiledDecoder(model, 65), "max_tokens", kind=ValueError)  # context length 64

@@ -4,7 +4,7 @@ An eager decode step of SmolLM2 runs about a thousand small operators around its
 (norms, rotary turns, copies, conversions), each dispatched from Python. torch.compile turns the
 step into a few generated C++ kernels per layer, called from generated C++ (`cpp_wrapper`), but it
 wants the same shapes at every call: a growing cache would change them. So the keys and values live
-in buffers reserved once for `max_tokens`, each step writes its token's slot, and a mask hides the
+in buffers reserved once for `max_tokens`, each step writes its tokens' slots, and a mask hides the
 slots not yet written. The blocks are the model's own (its `prepared` path), so the step computes
 what the eager one does, in another order of additions. Compiling takes a minute or two; the bench
 (`make bench BENCH_ARGS=--model`) times the result against the eager step.
@@ -26,16 +26,20 @@ from ..inference.kv_cache import KVCache
 COMPILE_OPTIONS = {"fx_graph_cache": False, "cpp_wrapper": True}  # no graph cache: one made under other ATen kernels answered wrong
 
 
-class FixedLayerCache:
-    """One layer's keys and values in buffers (b, kv_heads, max_tokens, head_dim) reserved once; `slot` says where the next goes."""
+STEP_MOST = 2  # new tokens one step may take: one, or two when a speculative draft reads the model's token after its own
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, slot: torch.Tensor) -> None:
-        self.keys, self.values, self.slot = keys, values, slot
+
+class FixedLayerCache:
+    """One layer's keys and values in buffers (b, kv_heads, max_tokens, head_dim) reserved once; `slots` say where the new go."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, slots: torch.Tensor) -> None:
+        self.keys, self.values, self.slots = keys, values, slots
 
     def _append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write one token's keys and values into the slot; return the whole buffers (the mask hides the empty slots)."""
-        self.keys.index_copy_(2, self.slot, keys)
-        self.values.index_copy_(2, self.slot, values)
+        """Write the new tokens' keys and values into their slots; return the whole buffers (the mask hides the empty slots)."""
+        written = self.slots[:keys.shape[2]]
+        self.keys.index_copy_(2, written, keys)
+        self.values.index_copy_(2, written, values)
         return self.keys, self.values
 
 
@@ -43,8 +47,9 @@ class CompiledDecoder:
     """Greedy-ready decoding of a LlamaModel: an eager prefill, then decode steps of fixed shapes, compiled once.
 
     `prefill(tokens)` reads the prompt (b, T) through the model with a KVCache and copies the cache into
-    the fixed buffers; `step(tokens)` takes the next token of each row (b, 1) and returns its scores
-    (b, 1, vocab_size). With `compiled=False` the same fixed-size step runs eagerly (a control).
+    the fixed buffers; `step(tokens)` takes the next token of each row (b, 1), or the next two (b, 2), and
+    returns their scores (b, t, vocab_size); each t compiles once. With `compiled=False` the same fixed-size
+    step runs eagerly (a control).
     """
 
     def __init__(self, model: LlamaModel, max_tokens: int, *, batch: int = 1, compiled: bool = True) -> None:
@@ -63,15 +68,15 @@ class CompiledDecoder:
         self.model, self.position = model, 0
         dtype, device = model.final_norm.weight.dtype, model.final_norm.weight.device
         shape = (self.batch, config.num_kv_heads, self.max_tokens, config.head_dim)
-        self._slot = torch.zeros(1, dtype=torch.long, device=device)  # shared by every layer: the position being written
+        self._written = torch.zeros(STEP_MOST, dtype=torch.long, device=device)  # shared by every layer: the slots a step writes
         self.layers = [FixedLayerCache(torch.zeros(shape, dtype=dtype, device=device),
-                                       torch.zeros(shape, dtype=dtype, device=device), self._slot)
+                                       torch.zeros(shape, dtype=dtype, device=device), self._written)
                        for _ in range(config.num_layers)]
         self._slots = torch.arange(self.max_tokens, device=device)
         self._run = torch.compile(self._forward, dynamic=False, options=COMPILE_OPTIONS) if compiled else self._forward
 
     def _forward(self, tokens: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The model's blocks on one new token per row, against the fixed buffers: what torch.compile compiles."""
+        """The model's blocks on the new tokens of each row, against the fixed buffers: what torch.compile compiles."""
         x, probes = self.model._embed(tokens), []
         for block, layer in zip(self.model.blocks, self.layers):
             x = block(x, cache=layer, prepared=((cos, sin), mask, probes))
@@ -92,27 +97,29 @@ class CompiledDecoder:
 
     @torch.no_grad()
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Scores (b, 1, vocab_size) of the token after `tokens` (b, 1), one per row; the first call compiles."""
+        """Scores (b, t, vocab_size) of the new tokens (b, t), t = 1 or 2 per row; the first call of each t compiles."""
         check_token_ids(tokens, self.model.config.vocab_size)
-        if tokens.shape[1] != 1 or not self.position:
+        new = tokens.shape[1]
+        if not 1 <= new <= STEP_MOST or not self.position:
             raise ValueError(bilingual(
-                f"step takes one new token per row (batch, 1) after prefill(prompt); got {tuple(tokens.shape)}"
-                f"{'' if self.position else ' before any prefill'}.",
-                f"step 每行只接收一个新词元 (batch, 1)，并且要先调用 prefill(prompt)；实际是 {tuple(tokens.shape)}"
-                f"{'' if self.position else '，而且还没有预填充'}。"))
-        self._check_room(tokens, self.position + 1)
+                f"step takes one or {STEP_MOST} new tokens per row, (batch, 1) or (batch, {STEP_MOST}), after prefill(prompt); got "
+                f"{tuple(tokens.shape)}{'' if self.position else ' before any prefill'}.",
+                f"step 每行接收一个或 {STEP_MOST} 个新词元，即 (batch, 1) 或 (batch, {STEP_MOST})，并且要先调用 prefill(prompt)；实际是 "
+                f"{tuple(tokens.shape)}{'' if self.position else '，而且还没有预填充'}。"))
+        self._check_room(tokens, self.position + new)
         config, dtype = self.model.config, self.model.final_norm.weight.dtype
-        cos, sin = rotary_cos_sin(torch.tensor([self.position], device=tokens.device), config.head_dim, config.rotary_base)
-        self._slot.fill_(self.position)
+        positions = torch.arange(self.position, self.position + new, device=tokens.device)
+        cos, sin = rotary_cos_sin(positions, config.head_dim, config.rotary_base)
+        self._written[:new] = positions
         try:
-            logits = self._run(tokens, cos.to(dtype), sin.to(dtype), (self._slots <= self.position)[None])
+            logits = self._run(tokens, cos.to(dtype), sin.to(dtype), self._slots <= positions[:, None])
         except torch._dynamo.exc.BackendCompilerFailed as error:  # most often: no working C++ compiler
             raise RuntimeError(bilingual(
                 f"torch.compile could not build the step ({str(error).splitlines()[0]}); it needs a C++ compiler (g++: "
                 "apt install g++, or Xcode's command-line tools): install one, or pass compiled=False.",
                 f"torch.compile 没能生成这一步的代码（{str(error).splitlines()[0]}）；它需要 C++ 编译器（g++：apt install g++，"
                 "或 Xcode 命令行工具）：请装一个，或者传入 compiled=False。")) from error
-        self.position += 1
+        self.position += new
         return check_result(self.model, logits)
 
     def rewind(self, position: int) -> None:
@@ -143,7 +150,8 @@ class CompiledDraft:
     """A greedy draft for speculative_greedy whose steps are a CompiledDecoder's (batch 1): a draft step without overhead.
 
     Like inference.speculative.ModelDraft it keeps the keys of the text it has seen; each call rewinds to the
-    longest prefix the new text shares with it and feeds the rest one token per step (the shapes stay fixed).
+    longest prefix the new text shares with it and feeds the rest in steps of at most two tokens (after a pass
+    that kept every drafted token: the last one and the model's own), so a pass costs k draft steps, as for ModelDraft.
     """
 
     def __init__(self, decoder: CompiledDecoder) -> None:
@@ -165,8 +173,8 @@ class CompiledDraft:
             scores = self.decoder.prefill(torch.tensor([tokens], device=self.device))[0, -1]
         else:
             self.decoder.rewind(common)
-            for token in tokens[common:]:
-                scores = self.decoder.step(torch.tensor([[token]], device=self.device))[0, -1]
+            for start in range(common, len(tokens), STEP_MOST):  # most often one token, or two after a pass kept them all
+                scores = self.decoder.step(torch.tensor([tokens[start:start + STEP_MOST]], device=self.device))[0, -1]
         self.seen, proposal = list(tokens), []
         while True:
             proposal.append(int(scores.argmax()))
