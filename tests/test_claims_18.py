@@ -102,9 +102,8 @@ def table_row(table: str, name: str, k: int) -> tuple[str, ...]:
 def test_the_second_machine_and_weights_left_as_the_saved_run_measured_them(speculative):
     """The paragraphs after the second machine's tables, the summary and section 6 quote their alpha, d, speed-ups,
     steps and c(4) in both languages, and say only what they show: int8's draft cheaper there; the q4 drafts right
-    most often; compiled q4 the fastest row and the largest miss, just past 20% where every other draft's best row
-    is within it; against the faster weights-left step every draft dearer, the fastest far below its nn.Linear row,
-    and int8 slower than plain decoding."""
+    most often; compiled q4 the fastest row; against the faster weights-left step every draft dearer, int8 at most
+    a little faster and slower at k = 8, compiled q4 still faster but far below its nn.Linear row."""
     out = stored_text(speculative)
     first = out[:out.index("with bfloat16 instructions), nn.Linear")]
     second = out[out.index("with bfloat16 instructions), nn.Linear"):out.index("weights-left, for the model")]
@@ -112,26 +111,23 @@ def test_the_second_machine_and_weights_left_as_the_saved_run_measured_them(spec
     (_, d1, speed1, _), (_, d2, speed2, predicted2) = table_row(first, "int8 model", 4), table_row(second, "int8 model", 4)
     alpha_q4, d_q4, speed_q4, predicted_q4 = table_row(second, "q4 model", 4)
     alpha_c, d_c, speed_c, predicted_c = table_row(second, "q4 model, compiled", 8)
-    _, d_left, speed_left, predicted_left = table_row(left, "int8 model", 4)
+    _, d_left, speed_left, predicted_left = table_row(left, "int8 model", 8)
     _, d_c_left, fastest, predicted_fastest = table_row(left, "q4 model, compiled", 8)
     assert float(d2) < float(d1) and float(speed2) > float(speed1)
     alphas = [float(a) for a in re.findall(r"\n[a-z0-9 ,]+?\s+\d\s+([\d.]+)\s", second)]
     assert float(alpha_q4) == float(alpha_c) == max(alphas)  # "the q4 drafts were right most often"
     assert f"fastest: q4 model, compiled at k = 8, {speed_c}×" in second
-    miss = float(speed_c) / float(predicted_c) - 1
-    assert -0.22 < miss < -0.2 and f"{-miss:.0%}" == "21%"  # "fell 21% short, just outside the 20%"
-    saved = results.load_saved(results.SAVED_SPECULATIVE_BF16)
-    others = [row for name, row in results.best_rows(saved).items() if name != "q4 compiled"]
-    assert all(abs(row["speedup"] / row["predicted"] - 1) <= 0.2 for row in others)  # "that every other draft's best row met"
+    int8_left = [float(speed) for speed in re.findall(r"\nint8 model\s+\d\s+(?:[\d.]+\s+){4}([\d.]+)×", left)]
+    assert len(int8_left) == 3 and f"{max(int8_left):.2f}" == "1.07" and float(speed_left) < 1  # "at most 1.07×", "lost time"
     step = printed(r"nn.Linear: one decode step ([\d.]+) ms", second)[1]
     left_step, cost_left, cost = printed(r"one decode step ([\d.]+) ms; c\(4\) = ([\d.]+) against ([\d.]+)", out).groups()
     assert float(left_step) < float(step) / 1.5 and float(cost) < float(cost_left) < 2  # "though not quite as much"
     assert float(d_left) > float(d2) and float(d_c_left) > float(d_c)  # "each cost more of the faster step"
     assert printed(r"fastest against plain weights-left decoding: ([\d.]+)x \(q4 model, compiled, k = 8\)", left)[1] == fastest
-    assert 1 < float(fastest) < float(speed_c) / 1.5 and float(speed_left) < 1  # "only 1.12 times"; "or costs time"
+    assert 1 < float(fastest) < float(speed_c) / 1.5  # "still ... faster"; the fairer comparison "gives a smaller answer"
     for language in ("en", "zh"):
         text = prose(speculative, language)
         for number in (d1, d2, speed1, speed2, predicted2, alpha_q4, d_q4, speed_q4, predicted_q4, d_c, speed_c, predicted_c,
                        step, left_step, cost_left, cost, d_left, speed_left, predicted_left, d_c_left, fastest, predicted_fastest):
             assert number in text, (language, number)
-        assert "21%" in text and "k = 8" in text
+

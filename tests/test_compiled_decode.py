@@ -100,3 +100,17 @@ def test_the_compiled_draft_proposes_what_a_model_draft_proposes_and_keeps_greed
     decoder.prefill(torch.tensor([[1, 2, 3]]))
     assert_contract_error(lambda: decoder.rewind(4), "rewind", "prefill", kind=ValueError)
     assert_contract_error(lambda: decoder.rewind(0), "rewind", kind=ValueError)
+
+
+def test_after_a_pass_that_kept_every_drafted_token_the_compiled_draft_reads_both_tokens_in_one_step():
+    from attention_utils.models.compiled_decode import CompiledDraft
+
+    decoder = CompiledDecoder(tiny_llama(16, 4, 2, seed=4), 20, compiled=False)
+    steps = []
+    original = decoder.step
+    decoder.step = lambda tokens: steps.append(tokens.shape[1]) or original(tokens)
+    draft = CompiledDraft(decoder)
+    proposal = draft.propose([3, 1, 4], 3)  # a prefill, then two steps: the last proposed token is not read yet
+    assert steps == [1, 1]
+    draft.propose([3, 1, 4, *proposal, 7], 1)  # every drafted token kept, then the model's own: one step of both
+    assert steps == [1, 1, 2]
