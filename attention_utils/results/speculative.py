@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..language import table, text
+from ..language import check_language, table
 
 DRAFT_NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("int8 model", "int8 模型"),
                "bfloat16": ("bfloat16 model", "bfloat16 模型"), "q4": ("q4 model", "q4 模型"),
@@ -36,6 +36,10 @@ def best_rows(results: dict) -> dict[str, dict]:
 
 def speculative_verdict_lines(results: dict, language: str = "en") -> list[str]:
     """The targets checked against the saved run, and every (draft, k) slower than plain decoding, in one language."""
+    check_language(language)
+
+    def text(en: str, zh: str) -> str:  # this call's language, not the session's
+        return zh if language == "zh" else en
     best = best_rows(results)
     top = max(best.values(), key=lambda r: r["speedup"])
     same = all(r["same"] for r in results["summary"])
@@ -52,7 +56,7 @@ def speculative_verdict_lines(results: dict, language: str = "en") -> list[str]:
             f"({off:+.0%}; target within ±{TARGET_CLOSE:.0%})",
             f"{draft_name(name, 'zh')}（k = {row['k']}）：实测 {row['speedup']:.2f} 倍，预测 {row['predicted']:.2f} 倍"
             f"（相差 {off:+.0%}；目标在 ±{TARGET_CLOSE:.0%} 以内）"))
-    slower = [r for r in results["summary"] if r["speedup"] < 1]
+    slower = [r for r in results["summary"] if round(r["speedup"], 2) < 1]  # as printed: 0.998 reads 1.00×, not slower
     lines.append(text("slower than the model alone: ", "比模型单独解码还慢的：") + (
         (", " if language == "en" else "、").join(f"{draft_name(r['draft'], language)} k = {r['k']} ({r['speedup']:.2f}×)" for r in slower)
         or text("none", "没有")))
