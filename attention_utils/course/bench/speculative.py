@@ -23,16 +23,16 @@ from pathlib import Path
 
 import torch
 
+from ...inference.flex_window import can_compile
 from ...inference.generation import generate
 from ...inference.kv_cache import KVCache
 from ...inference.row_products import weights_left
 from ...inference.speculative import ModelDraft, PromptLookup, early_exit, speculative_greedy
 from ...inference.speculative_cost import expected_tokens, roofline_pass_cost, verification_cost
 from ...inference.weight_formats import to_format, weight_bytes
+from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...models.compiled_decode import CompiledDecoder, CompiledDraft
 from ...models.q4_weights import to_q4
-from ...inference.flex_window import can_compile
-from ...explorers.lesson18 import plot_costs, plot_speedups
 from ...language import LANGUAGES
 from ...results import ROOT, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, load_saved, machine_name
 from .harness import environment, run_in_child
