@@ -69,3 +69,13 @@ def test_the_readme_section_is_what_the_saved_runs_write():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("<!-- speculative:start -->\n", 1)[1].split("\n<!-- speculative:end -->", 1)[0]
     assert section == speculative.speculative_markdown(results.load_saved(results.SAVED_SPECULATIVE))  # both machines
+
+
+def test_a_compiled_draft_left_out_is_said_with_its_reason():
+    from attention_utils.course.bench.speculative import compiled_note
+
+    reason = "torch.compile cannot build CPU kernels here (no C++ compiler, or ATEN_CPU_CAPABILITY=default)"
+    assert compiled_note({"compiled_draft_left_out": reason}, "en") == f" The compiled q4 draft was left out: {reason}."
+    assert compiled_note({"compiled_draft_left_out": reason}, "zh").startswith("编译后的 q4 草稿没有测：")
+    assert compiled_note({"compile_seconds": 108.6}, "en") == " Compiling the q4 draft's step took 109 s, before any timing."
+    assert compiled_note({}, "en") == ""  # a quick run compiles nothing

@@ -117,7 +117,13 @@ def measure_speculative(workload: SpeculativeWorkload, threads: int) -> dict:
         longest = max(p.shape[1] for p in prompts) + workload.new_tokens + max(workload.ks) + 1
         models = draft_models(model, workload.exit_layers, longest if workload.compiled_draft else None)
         if "q4 compiled" in models:
-            found["compile_seconds"] = seconds(lambda: compile_both(models["q4 compiled"], prompts[0]))[0]
+            try:
+                found["compile_seconds"] = seconds(lambda: compile_both(models["q4 compiled"], prompts[0]))[0]
+            except RuntimeError as error:  # torch.compile could not build it: the draft is left out, the reason saved
+                del models["q4 compiled"]
+                found["compiled_draft_left_out"] = str(error).splitlines()[0]
+        elif workload.compiled_draft:
+            found["compiled_draft_left_out"] = "torch.compile cannot build CPU kernels here (no C++ compiler, or ATEN_CPU_CAPABILITY=default)"
         found["draft_step_ms"] = draft_steps({"model": model, **models}, prompts[0], workload.calls)
         found["weight_bytes"] = {name: weight_bytes(getattr(m, "model", m)) for name, m in {"model": model, **models}.items()}
         found["runs"] = runs(model, models, prompts, workload)
@@ -322,7 +328,10 @@ def second_machine_rows() -> list[str]:
 
 
 def compiled_note(results: dict, language: str) -> str:
-    """How long the compiled q4 draft took to compile, in one language; nothing when the run has no compiled draft."""
+    """How long the compiled q4 draft took to compile, or why it was left out, in one language; nothing for a quick run."""
+    if "compiled_draft_left_out" in results:
+        reason = results["compiled_draft_left_out"].rstrip(".")
+        return f" The compiled q4 draft was left out: {reason}." if language == "en" else f"编译后的 q4 草稿没有测：{reason}。"
     if "compile_seconds" not in results:
         return ""
     took = results["compile_seconds"]
