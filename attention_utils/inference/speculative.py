@@ -74,8 +74,7 @@ class ModelDraft:
     def sample(self, tokens: list[int], k: int, temperature: float | None = None,
                generator: torch.Generator | None = None) -> tuple[list[int], torch.Tensor]:
         """k tokens and the draft's probabilities q (k, vocab) they were drawn from; greedy when temperature is None."""
-        common = next((i for i, (a, b) in enumerate(zip(self.seen, tokens)) if a != b), min(len(self.seen), len(tokens)))
-        common = min(common, len(tokens) - 1)  # the last token goes in again: its scores give the first proposal
+        common = kept_prefix(self.seen, tokens)
         self.cache.truncate(common)
         self.seen, step, proposal, rows = tokens[:common], tokens[common:], [], []
         device = next(self.model.parameters()).device
@@ -87,6 +86,13 @@ class ModelDraft:
             step = [int(pick)]
             proposal += step
         return proposal, torch.stack(rows) if rows else torch.empty(0, 0, device=device)
+
+
+def kept_prefix(seen: list[int], tokens: list[int]) -> int:
+    """How many of a draft's `seen` tokens it may keep for the text `tokens`: the shared prefix, short of the last token,
+    which goes in again so that its scores give the first proposal."""
+    common = next((i for i, (a, b) in enumerate(zip(seen, tokens)) if a != b), min(len(seen), len(tokens)))
+    return min(common, len(tokens) - 1)
 
 
 def early_exit(model: nn.Module, layers: int) -> nn.Module:

@@ -22,6 +22,7 @@ from .llama import LlamaModel, check_token_ids
 from ..overflow import check_result
 from ..rotary import rotary_cos_sin
 from ..inference.kv_cache import KVCache
+from ..inference.speculative import kept_prefix
 
 COMPILE_OPTIONS = {"fx_graph_cache": False, "cpp_wrapper": True}  # no graph cache: one made under other ATen kernels answered wrong
 
@@ -167,8 +168,7 @@ class CompiledDraft:
         """Up to k greedy tokens after `tokens` (the text so far, as ids)."""
         if k == 0:
             return []
-        common = next((i for i, (a, b) in enumerate(zip(self.seen, tokens)) if a != b), min(len(self.seen), len(tokens)))
-        common = min(common, len(tokens) - 1)  # the last token goes in again: its scores give the first proposal
+        common = kept_prefix(self.seen, tokens)
         if common == 0:  # a new text: its keys are read in one eager pass
             scores = self.decoder.prefill(torch.tensor([tokens], device=self.device))[0, -1]
         else:

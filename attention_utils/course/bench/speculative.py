@@ -158,7 +158,7 @@ def draft_steps(models: dict[str, torch.nn.Module], prompt: torch.Tensor, calls:
     steps = {}
     for name, m in models.items():
         if isinstance(m, CompiledDecoder):
-            steps[name] = compiled_step(m, prompt)
+            steps[name] = compiled_draft_step(m, prompt)
             continue
         cache = KVCache(m.config.num_layers)
         m(prompt, cache=cache)
@@ -178,7 +178,7 @@ def compile_both(decoder: CompiledDecoder, prompt: torch.Tensor) -> None:
         decoder.step(torch.tensor([prompt[0, -new:].tolist()]))  # made as CompiledDraft makes its tokens
 
 
-def compiled_step(decoder: CompiledDecoder, prompt: torch.Tensor) -> Callable[[], None]:
+def compiled_draft_step(decoder: CompiledDecoder, prompt: torch.Tensor) -> Callable[[], None]:
     """One step of a compiled draft after the prompt, rewound after each call so that every call is the same step."""
     decoder.prefill(prompt)
     token = torch.tensor([[int(prompt[0, -1])]])  # made as CompiledDraft makes its tokens: a view's strides would recompile
