@@ -131,3 +131,17 @@ def test_the_second_machine_and_weights_left_as_the_saved_run_measured_them(spec
                        step, left_step, cost_left, cost, d_left, speed_left, predicted_left, d_c_left, fastest, predicted_fastest):
             assert number in text, (language, number)
 
+
+
+def test_only_the_draft_is_compiled_and_the_lesson_says_so(speculative):
+    """Section 3: 'only the draft is compiled ... 21.5 ms for a compiled weights-left float32 step against 26.8 ms eager':
+    the printed line, lesson 14's saved bench on the same machine kind, and both languages agree."""
+    out = stored_text(speculative)
+    eager, compiled = printed(r"a float32 weights-left step ([\d.]+) ms eager, ([\d.]+) ms compiled", out).groups()
+    saved = results.load_saved(results.SAVED_MODEL_BF16)
+    assert eager == f"{results.model_timing(saved, 'float32 weights-left')['ms']:.1f}"
+    assert compiled == f"{results.model_timing(saved, 'float32 weights-left compiled')['ms']:.1f}"
+    assert float(compiled) < float(eager)
+    for language, words in (("en", "only the draft is\ncompiled"), ("zh", "只有草稿编译过")):
+        text = prose(speculative, language)
+        assert eager in text and compiled in text and words.replace("\n", " ") in text, language
