@@ -25,8 +25,10 @@ def _saved_step(fmt: str) -> tuple[float, float]:
 INVERSE_B, T0 = np.linalg.solve(np.array([[W32, 1.0], [W16, 1.0]]), np.array([T32, T16]))
 BANDWIDTH = 1 / INVERSE_B  # MB per ms = GB/s
 INT8_MS = W8 * INVERSE_B + T0
+OUTSIDE_MS = T32 - _saved_step("matmul floor")[1]  # exercise 1d by hand: float32's step minus its bare products
 INTENSITY = 4.0  # by hand: 2 FLOPs × 8 tokens / 4 bytes
-RIDGE_BATCH = 20.0  # by hand: 400 / 40 = 10 FLOPs per byte = 2B / 4
+_SAVED = json.loads(SAVED_MODEL.read_text())
+BF16_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # exercise 3: GFLOP/s over GB/s
 FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
          lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
@@ -36,14 +38,15 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_fit, form(BANDWIDTH), form(T0))
     assert "Correct" in verdict(lesson14.check_int8_prediction, form(INT8_MS))
     assert "Correct" in verdict(lesson14.check_intensity, form(INTENSITY))
-    assert "Correct" in verdict(lesson14.check_ridge_batch, form(RIDGE_BATCH))
+    assert "Correct" in verdict(lesson14.check_outside, form(OUTSIDE_MS))
+    assert "Correct" in verdict(lesson14.check_bfloat16_ridge, form(BF16_RIDGE), "right")
 
 
 @pytest.mark.parametrize("check, wrong, hint", [
     (lesson14.check_int8_prediction, T8, "what the bench measured"), (lesson14.check_int8_prediction, W8 / BANDWIDTH, "fixed cost"),
     (lesson14.check_int8_prediction, 2 * INT8_MS, "t = int8's"),
     (lesson14.check_intensity, 0.5, "batch 1"), (lesson14.check_intensity, 2.0, "multiply and an add"),
-    (lesson14.check_ridge_batch, 10.0, "where the roofs meet"), (lesson14.check_ridge_batch, 3.0, "Set 2 × B / 4"),
+    (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_intensity, [0.5], "batch 1"),
     (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "same size"),
     (lesson14.check_int8_miss, "d", "one letter"),
@@ -55,6 +58,15 @@ def test_mistakes_get_their_hint(check, wrong, hint):
 
 def test_the_int8_miss_has_one_right_letter():
     assert "Correct" in verdict(lesson14.check_int8_miss, " b ")
+
+
+def test_the_bench_machines_bfloat16_ridge_is_left_of_a_batch_one_step():
+    """The saved roofs put bfloat16's ridge below 1 FLOP per byte (what exercise 3's answer says); each mistake its hint."""
+    assert BF16_RIDGE < 1
+    for ridge, side, hint in ((BF16_RIDGE, "left", "1 FLOP per byte"), (1 / BF16_RIDGE, "right", "bandwidth over throughput"),
+                              (2 * BF16_RIDGE, "right", "where the roofs meet"), (BF16_RIDGE, "up", "'left' or 'right'")):
+        out = verdict(lesson14.check_bfloat16_ridge, ridge, side)
+        assert "Not yet" in out and hint in out, (ridge, side)
 
 
 @pytest.mark.parametrize("bandwidth, fixed, hint", [
@@ -73,7 +85,8 @@ def test_fit_odd_answers_get_a_verdict_not_a_traceback(odd):
 
 
 @pytest.mark.parametrize("check", [lesson14.check_int8_prediction, lesson14.check_int8_miss, lesson14.check_intensity,
-                                   lesson14.check_ridge_batch])
+                                   lesson14.check_outside, lambda v: lesson14.check_bfloat16_ridge(v, "right"),
+                                   lambda v: lesson14.check_bfloat16_ridge(BF16_RIDGE, v)])
 @pytest.mark.parametrize("odd", ["100", [1, 2], Awkward(), float("nan"), None])
 def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):
     out = verdict(check, odd)

@@ -1,4 +1,5 @@
-"""Checkers for lesson 14: the saved bench's line and int8's miss, the intensity at batch B, the batch at the ridge."""
+"""Checkers for lesson 14: the saved bench's line, int8's miss and the time outside the products; the intensity at batch B;
+bfloat16's ridge on the bench machine."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from . import as_real_number, checker, feedback, missing
 # Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
 SAVED_ROWS = ("float32", "bfloat16", "int8")
 CHOICES = {"a": "embedding", "b": "kernel", "c": "cache"}  # exercise 1c: why int8 misses its prediction; b is right
-# Exercises 2 and 3: float32 weights, 2 FLOPs per weight per token (one multiply, one add); roofs of a made-up machine.
+SIDES = ("left", "right")  # exercise 3b: which side of bfloat16's ridge a bfloat16 step at batch 1 sits; right is right
+# Exercise 2: float32 weights, 2 FLOPs per weight per token (one multiply, one add).
 FLOAT32, BATCH = 4, 8
-ROOF_GB_S, ROOF_GFLOP_S = 40, 400
 
 
 def _close(found: float, expected: float, share: float = 0.02) -> bool:
@@ -23,6 +24,22 @@ def saved_steps() -> dict[str, tuple[float, float]]:
     saved = results.load_saved(results.SAVED_MODEL)
     return {name: (results.model_timing(saved, name)["weight_bytes"] / 1e6, results.model_timing(saved, name)["ms"])
             for name in SAVED_ROWS}
+
+
+def saved_outside_ms() -> float:
+    """float32's decode step minus its matmul floor (batch 1): the time its step spends outside the products."""
+    from .. import results
+
+    saved = results.load_saved(results.SAVED_MODEL)
+    return results.model_timing(saved, "float32")["ms"] - results.model_timing(saved, "matmul floor")["ms"]
+
+
+def saved_bfloat16_roofs() -> tuple[float, float]:
+    """bfloat16's compute roof (GFLOP/s) and the bandwidth roof (GB/s) that the saved bench measured."""
+    from .. import results
+
+    saved = results.load_saved(results.SAVED_MODEL)
+    return saved["format_roofs"]["bfloat16"], saved["roofs"]["bandwidth_gb_s"]
 
 
 def fitted_line() -> tuple[float, float]:
@@ -90,17 +107,42 @@ def check_int8_miss(reason: object) -> None:
     if picked is None:
         return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：'a'、'b' 或 'c'。")
     if picked == "kernel":
-        return feedback(True, "The int8 kernel turns each weight into a number it can multiply before it multiplies; on a "
-                        "CPU without int8 or bfloat16 dot-product instructions that work takes longer than reading the "
-                        "byte, so the step waits for arithmetic, not for memory.",
-                        "int8 内核每乘一个权重，都要先把它换成能直接相乘的数；在没有 int8 或 bfloat16 点积指令的 CPU 上，"
-                        "这份工作比读这个字节还慢，所以这一步等的是运算，而不是内存。")
+        return feedback(True, "torch's int8 kernel keeps only the weights in int8: for every weight it reads it widens the "
+                        "byte to a float, scales it and multiplies-adds it with a bfloat16 input. On the bench's AVX2 CPU "
+                        "that work takes longer than reading the byte, so the step waits for arithmetic, not for memory.",
+                        "torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，"
+                        "再和 bfloat16 的输入做乘加。在做基准测试的那颗 AVX2 CPU 上，这份工作比读这个字节还慢，"
+                        "所以这一步等的是运算，而不是内存。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
                         f"{w8:.0f} MB 里已经算上了 bfloat16 的嵌入表：预测用的正是 int8 实际读取的字节数。")
     feedback(False, "int8 computes in bfloat16 like the bfloat16 row: its cache is the same size, and it is small at T = 128.",
              "int8 和 bfloat16 一样用 bfloat16 计算：缓存一样大，而且在 T = 128 时很小。")
+
+
+@checker
+def check_outside(outside_ms: object) -> None:
+    """Exercise 1d: float32's time outside its matrix products, its decode step minus the matmul floor."""
+    if missing(outside_ms):
+        return
+    found = as_real_number(outside_ms)
+    if found is None:
+        return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
+    expected, (_, t0) = saved_outside_ms(), fitted_line()
+    if _close(found, expected, 0.03):
+        return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms. The line "
+                        "assumed both formats read at one bandwidth B and pay one t0; they do not: each format's kernel "
+                        "reads at its own rate (the kernel rows of section 6), so the fitted B and t0 are numbers that fit "
+                        "these two rows, not the memory's speed and the step's true overhead.",
+                        f"矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1a 的直线给出 t0 ≈ {t0:.1f} 毫秒。那条直线假定两种格式以同一个"
+                        "带宽 B 读字节、付同一个 t0；实际上并非如此：每种格式的内核各有各的读取速度（第 6 节单独给内核计时的几行），"
+                        "所以拟合出的 B 和 t0 只是恰好穿过这两行的数，不是内存的速度，也不是一步真正的固定开销。")
+    if _close(found, t0, 0.03):
+        return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
+                        "这是练习 1a 直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")
+    feedback(False, "Subtract the matmul floor's batch-1 step from float32's (section 3's table).",
+             "用 float32 批大小 1 的一步解码减去矩阵乘法下限（第 3 节的表）。")
 
 
 @checker
@@ -125,24 +167,32 @@ def check_intensity(answer: object) -> None:
 
 
 @checker
-def check_ridge_batch(answer: object) -> None:
-    """Exercise 3: the batch at which a float32 decode step reaches the compute roof (400 GFLOP/s, 40 GB/s)."""
-    if missing(answer):
+def check_bfloat16_ridge(ridge: object, side: object) -> None:
+    """Exercise 3: bfloat16's ridge on the bench machine, and on which side of it a bfloat16 step at batch 1 sits."""
+    if missing(ridge) or missing(side):
         return
-    found, ridge = as_real_number(answer), ROOF_GFLOP_S / ROOF_GB_S
-    expected = ridge * FLOAT32 / 2
+    found = as_real_number(ridge)
     if found is None:
-        return feedback(False, "Give a batch size.", "请给出一个批大小。")
-    if _close(found, expected, 0.05):
-        return feedback(True, f"The roofs meet at {ROOF_GFLOP_S} / {ROOF_GB_S} = {ridge:g} FLOPs per byte; a float32 step "
-                        f"has B / 2 FLOPs per byte, so B = {expected:g}. On ideal kernels a larger batch below it costs almost "
-                        "nothing extra per step, and above it each step takes longer in proportion.",
-                        f"两道屋顶相交于每字节 {ridge:g} 次浮点运算（{ROOF_GFLOP_S} / {ROOF_GB_S}）；float32 一步解码每字节做 "
-                        f"B / 2 次浮点运算，所以 B = {expected:g}。在理想的内核上，批大小低于它时，批次变大几乎不增加每步的"
-                        "耗时；高于它时，每步的耗时随批大小成比例增长。")
-    if _close(found, ridge, 0.05):
-        return feedback(False, f"{ridge:g} is the intensity where the roofs meet, in FLOPs per byte; now find the B with "
-                        "2B / 4 FLOPs per byte equal to it.",
-                        f"{ridge:g} 是两道屋顶相交处的算术强度（每字节的浮点运算次数）；接着求使 2B / 4 等于它的 B。")
-    feedback(False, "Set 2 × B / 4 (a float32 step's FLOPs per byte) equal to throughput / bandwidth.",
-             "令 2 × B / 4（float32 一步解码每字节的浮点运算次数）等于算力 / 内存带宽。")
+        return feedback(False, "Give a number of FLOPs per byte for the ridge.", "脊点请给出每字节的浮点运算次数。")
+    picked = side.strip().lower() if isinstance(side, str) else None
+    if picked not in SIDES:
+        return feedback(False, "Give the side as 'left' or 'right'.", "位置请填 'left'（左）或 'right'（右）。")
+    roof, bandwidth = saved_bfloat16_roofs()
+    expected = roof / bandwidth
+    if _close(found, bandwidth / roof, 0.03):
+        return feedback(False, "That is bandwidth over throughput: the ridge is GFLOP/s divided by GB/s.",
+                        "这是带宽除以算力；脊点是 GFLOP/s 除以 GB/s。")
+    if not _close(found, expected, 0.03):
+        return feedback(False, "The ridge is where the roofs meet: bfloat16's GFLOP/s divided by the GB/s.",
+                        "脊点是两道屋顶的交点：bfloat16 的 GFLOP/s 除以 GB/s。")
+    if picked == "left":
+        return feedback(False, f"The ridge {expected:.2f} is right; but a bfloat16 step at batch 1 does 1 FLOP per byte "
+                        f"(2 FLOPs per 2-byte weight), and 1 > {expected:.2f}.",
+                        f"脊点 {expected:.2f} 算对了；可是批大小 1 的 bfloat16 一步解码每字节做 1 次浮点运算"
+                        f"（每个 2 字节的权重 2 次），而 1 > {expected:.2f}。")
+    feedback(True, f"{roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, below the 1 FLOP per byte of a bfloat16 "
+             "step at batch 1: on the bench machine even batch 1 sits right of bfloat16's ridge and waits for its slow "
+             "arithmetic, not for memory. It still beats float32 because float32's products read far below the bandwidth roof.",
+             f"{roof:.1f} / {bandwidth:.1f} ≈ 每字节 {expected:.2f} 次浮点运算，低于批大小 1 时 bfloat16 一步解码的每字节 1 次："
+             "在做基准测试的机器上，连批大小 1 都在 bfloat16 脊点的右边，等的是它很慢的运算，而不是内存。它仍然比 float32 快，"
+             "是因为 float32 的矩阵乘法读字节的速度远低于带宽屋顶。")

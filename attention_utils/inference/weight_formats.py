@@ -28,7 +28,7 @@ def quantize_rows(weight: torch.Tensor, scale_dtype: torch.dtype = torch.float32
     """int8 values (rows, cols) and one float32 scale per row: s = max |row| / 127 (1 for a row of zeros).
 
     With scale_dtype=torch.bfloat16 each s is first rounded up to the next bfloat16 number, the scale the
-    kernel will multiply by, so every weight stays within half of its own step (at most 1.004 s / 2).
+    kernel will multiply by, so every weight stays within half of its own step (at most 1.008 s / 2).
     """
     check_tensor(weight, "weight", ranks=(2,))
     _check_compute(scale_dtype, "scale_dtype")
@@ -116,7 +116,7 @@ def to_format(model: nn.Module, format: str, compute: torch.dtype | None = None)
 
     'bfloat16' turns every weight and so every activation into bfloat16. 'int8' stores every
     nn.Linear's weight as int8 rows with a scale each (Int8Linear), quantized from the weights as given
-    with scales that `compute` holds exactly (each weight within half its own step, at most 1.004 times
+    with scales that `compute` holds exactly (each weight within half its own step, at most 1.008 times
     half float32's step); the embedding, which doubles as the output layer, and the norms become
     `compute` (default bfloat16, the fast kernel; float32 gives the slow but exact reference that tests
     compare with a dequantized float32 copy).
