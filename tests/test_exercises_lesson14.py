@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attention_utils.exercises import lesson14
-from attention_utils.results import SAVED_MODEL
+from attention_utils.results import SAVED_MODEL, SAVED_MODEL_BF16
 from test_exercises_lesson13 import Awkward, verdict  # the same odd answer and verdict capture
 
 
@@ -27,8 +27,10 @@ BANDWIDTH = 1 / INVERSE_B  # MB per ms = GB/s
 INT8_MS = W8 * INVERSE_B + T0
 OUTSIDE_MS = T32 - _saved_step("matmul floor")[1]  # exercise 1d by hand: float32's step minus its bare products
 INTENSITY = 4.0  # by hand: 2 FLOPs × 8 tokens / 4 bytes
-_SAVED = json.loads(SAVED_MODEL.read_text())
-BF16_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # exercise 3: GFLOP/s over GB/s
+_SAVED, _SECOND = json.loads(SAVED_MODEL.read_text()), json.loads(SAVED_MODEL_BF16.read_text())
+BF16_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # exercise 3a: GFLOP/s over GB/s
+BF16_ROOF_GAIN = _SECOND["format_roofs"]["bfloat16"] / _SAVED["format_roofs"]["bfloat16"]  # 3b: time ∝ 1 / roof if arithmetic-bound
+ONE_ROW_GAIN = _SAVED["int8_kernel"]["bfloat16_linear_ms"] / _SECOND["int8_kernel"]["bfloat16_linear_ms"]  # what was measured
 FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
          lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
@@ -39,7 +41,7 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_int8_prediction, form(INT8_MS))
     assert "Correct" in verdict(lesson14.check_intensity, form(INTENSITY))
     assert "Correct" in verdict(lesson14.check_outside, form(OUTSIDE_MS))
-    assert "Correct" in verdict(lesson14.check_bfloat16_ridge, form(BF16_RIDGE), "right")
+    assert "Correct" in verdict(lesson14.check_bfloat16_ridge, form(BF16_RIDGE), form(BF16_ROOF_GAIN))
 
 
 @pytest.mark.parametrize("check, wrong, hint", [
@@ -60,13 +62,16 @@ def test_the_int8_miss_has_one_right_letter():
     assert "Correct" in verdict(lesson14.check_int8_miss, " b ")
 
 
-def test_the_bench_machines_bfloat16_ridge_is_left_of_a_batch_one_step():
-    """The saved roofs put bfloat16's ridge below 1 FLOP per byte (what exercise 3's answer says); each mistake its hint."""
-    assert BF16_RIDGE < 1
-    for ridge, side, hint in ((BF16_RIDGE, "left", "1 FLOP per byte"), (1 / BF16_RIDGE, "right", "bandwidth over throughput"),
-                              (2 * BF16_RIDGE, "right", "where the roofs meet"), (BF16_RIDGE, "up", "'left' or 'right'")):
-        out = verdict(lesson14.check_bfloat16_ridge, ridge, side)
-        assert "Not yet" in out and hint in out, (ridge, side)
+def test_the_one_row_products_did_not_follow_bfloat16s_roof():
+    """What exercise 3's answer says: the ridge is below 1 FLOP per byte, and the roof rose far more than the one-row
+    products sped up; each typical mistake gets its hint."""
+    assert BF16_RIDGE < 1 and BF16_ROOF_GAIN > 5 * ONE_ROW_GAIN
+    for ridge, gain, hint in ((1 / BF16_RIDGE, BF16_ROOF_GAIN, "bandwidth over throughput"),
+                              (2 * BF16_RIDGE, BF16_ROOF_GAIN, "where the roofs meet"),
+                              (BF16_RIDGE, ONE_ROW_GAIN, "what the bench measured"),
+                              (BF16_RIDGE, 1 / BF16_ROOF_GAIN, "divide the second machine's")):
+        out = verdict(lesson14.check_bfloat16_ridge, ridge, gain)
+        assert "Not yet" in out and hint in out, (ridge, gain)
 
 
 @pytest.mark.parametrize("bandwidth, fixed, hint", [
@@ -85,7 +90,7 @@ def test_fit_odd_answers_get_a_verdict_not_a_traceback(odd):
 
 
 @pytest.mark.parametrize("check", [lesson14.check_int8_prediction, lesson14.check_int8_miss, lesson14.check_intensity,
-                                   lesson14.check_outside, lambda v: lesson14.check_bfloat16_ridge(v, "right"),
+                                   lesson14.check_outside, lambda v: lesson14.check_bfloat16_ridge(v, BF16_ROOF_GAIN),
                                    lambda v: lesson14.check_bfloat16_ridge(BF16_RIDGE, v)])
 @pytest.mark.parametrize("odd", ["100", [1, 2], Awkward(), float("nan"), None])
 def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):

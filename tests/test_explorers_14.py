@@ -45,3 +45,15 @@ def test_a_point_by_hand():
 def test_the_summary_names_the_point(language):
     line = lesson14.point_summary(SAVED, "int8", 1)
     assert line.startswith("int8") and ("批大小 1" in line if language == "zh" else "batch 1" in line)
+
+
+def test_a_format_sits_under_its_own_flat_roof(language):
+    """bfloat16 at batch 16 on the first machine, by hand: its GFLOP/s over min(bandwidth × intensity, bfloat16's roof)."""
+    row = next(r for r in SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("bfloat16", 16, "decode"))
+    intensity = row["flops"] / (row["weight_bytes"] + row["cache_bytes"])
+    gflop_s = row["flops"] / row["ms"] / 1e6
+    own = gflop_s / min(SAVED["roofs"]["bandwidth_gb_s"] * intensity, SAVED["format_roofs"]["bfloat16"])
+    float32 = gflop_s / min(SAVED["roofs"]["bandwidth_gb_s"] * intensity, SAVED["roofs"]["matmul_gflop_s"])
+    line = lesson14.point_summary(SAVED, "bfloat16", 16)
+    assert f"{own:.0%}" in line and f"{float32:.0%}" not in line
+    assert "bfloat16's own flat roof" in line or "bfloat16 自己的水平屋顶" in line

@@ -82,14 +82,18 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
 def point_summary(results: dict, fmt: str, batch: int) -> str:
-    """What the circled point says: ms per step, tokens per second, its intensity, and how far below its roof it sits."""
+    """What the circled point says: ms per step, tokens per second, its intensity, and how far below its roof it sits
+    (bfloat16 and int8 under their own flat roof where the bench measured one, the rest under float32's)."""
     row = model_timing(results, fmt, batch)
     point = roofline_point(row)
-    share = point["gflop_s"] / _roof_at(point["intensity"], results["roofs"])
+    own = results.get("format_roofs", {}).get(fmt) if fmt in ("bfloat16", "int8") else None  # its dashed flat roof
+    roofs = {**results["roofs"], "matmul_gflop_s": own} if own else results["roofs"]
+    share = point["gflop_s"] / _roof_at(point["intensity"], roofs)
+    roof_en, roof_zh = (f"{fmt}'s own flat roof", f"{fmt} 自己的水平屋顶") if own else ("the float32 matmul roof", "float32 矩阵乘法的屋顶")
     return text(f"{fmt}, batch {batch}: {row['ms']:.1f} ms per step, {1e3 * batch / row['ms']:.0f} tokens/s, "
-                f"{point['intensity']:.2f} FLOPs per byte, {share:.0%} of the roof above it",
+                f"{point['intensity']:.2f} FLOPs per byte, {share:.0%} of the roof above it ({roof_en} and the bandwidth roof)",
                 f"{fmt}，批大小 {batch}：每步 {row['ms']:.1f} 毫秒，每秒 {1e3 * batch / row['ms']:.0f} 个词元，"
-                f"每字节 {point['intensity']:.2f} 次浮点运算，达到它上方屋顶的 {share:.0%}")
+                f"每字节 {point['intensity']:.2f} 次浮点运算，达到它上方屋顶的 {share:.0%}（{roof_zh}和带宽屋顶）")
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
