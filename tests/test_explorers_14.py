@@ -57,3 +57,15 @@ def test_a_format_sits_under_its_own_flat_roof(language):
     line = lesson14.point_summary(SAVED, "bfloat16", 16)
     assert f"{own:.0%}" in line and f"{float32:.0%}" not in line
     assert "bfloat16's own flat roof" in line or "bfloat16 自己的水平屋顶" in line
+
+
+def test_bytes_against_quality_plots_the_saved_rows():
+    """Each format's point is (weights + cache MB at batch 1, its saved perplexity / largest logit difference)."""
+    fig = lesson14.draw_bytes_quality(SAVED)
+    for ax, key in zip(fig.axes, ("perplexity", "largest_logit_difference")):
+        found = sorted(tuple(map(float, offsets[0])) for offsets in (c.get_offsets() for c in ax.collections) if len(offsets))
+        expected = sorted(((r["weight_bytes"] + r["cache_bytes"]) / 1e6, SAVED["quality"][r["format"]][key])
+                          for r in SAVED["timings"] if (r["batch"], r["phase"]) == (1, "decode") and r["format"] in SAVED["quality"])
+        assert len(found) == len(expected) == 4
+        assert all(abs(a[0] - b[0]) < 1e-6 and abs(a[1] - b[1]) < 1e-6 for a, b in zip(found, expected))
+    plt.close(fig)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 from matplotlib.figure import Figure
 
 from ..checks import bilingual, shown
 from ..language import text
+from ..plotting.labels import label_points
 from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, machine_name, model_timing, reads, roofline_point, second_run
 from .widgets import explore
 
@@ -77,6 +79,35 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
                       f"SmolLM2-135M，{env['cpu']}（{machine_name(results, 'zh')}），{env['threads']} 个线程，{env['date']}"),
                  fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the axes: it covers no point
+    return fig
+
+
+@reads("SAVED_MODEL", "timings", "format", "quality")
+def draw_bytes_quality(results: dict) -> Figure:
+    """Each weight format's bytes a decode step reads (weights and cache, batch 1) against its perplexity and its largest
+    logit difference from float32: the axes lessons 15 and 16 put their caches and states on."""
+    shown_formats = [f for f in (*FORMATS, "q4") if f in results["quality"]]
+    mb = {f: (model_timing(results, f)["weight_bytes"] + model_timing(results, f)["cache_bytes"]) / 1e6 for f in shown_formats}
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), layout="constrained")
+    for ax, key, label in ((axes[0], "perplexity", text("perplexity on the held-out text", "留出文本上的困惑度")),
+                           (axes[1], "largest_logit_difference", text("largest logit difference from float32",
+                                                                      "与 float32 的最大 logit 差"))):
+        values = [results["quality"][f][key] for f in shown_formats]
+        for fmt, x, y in zip(shown_formats, mb.values(), values):
+            ax.scatter(x, y, s=60, color=COLOURS[fmt], zorder=3)
+        if key == "perplexity":
+            ax.axhline(results["quality"]["float32"][key], color="grey", linestyle="--", linewidth=1)
+            spread = max(abs(v - values[0]) for v in values) or 1.0
+            ax.set_ylim(values[0] - 4 * spread, values[0] + 4 * spread)  # wide enough that a 0.2% spread looks like one
+        label_points(ax, list(zip(mb.values(), values)), shown_formats)
+        ax.set_xscale("log")
+        for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+            axis(FuncFormatter(lambda value, _: f"{value:.0f}"))  # 100, 200, ... MB rather than 2 × 10²
+        ax.set(xlabel=text("MB a decode step reads (weights and cache, batch 1)", "一步解码读取的 MB（权重和缓存，批大小 1）"),
+               ylabel=label)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(text(f"Bytes against quality, {results['environment']['cpu']} ({machine_name(results)})",
+                      f"字节数与质量，{results['environment']['cpu']}（{machine_name(results, 'zh')}）"), fontsize=9)
     return fig
 
 
