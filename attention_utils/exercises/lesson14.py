@@ -33,20 +33,26 @@ def saved_outside_ms() -> float:
     return results.model_timing(saved, "float32")["ms"] - results.model_timing(saved, "matmul floor")["ms"]
 
 
-def saved_bfloat16_roofs() -> tuple[float, float, float]:
-    """bfloat16's compute roof (GFLOP/s) on the first machine, its bandwidth roof (GB/s), and bfloat16's roof on the second."""
+def saved_bfloat16_roofs() -> tuple[float, float, float, float]:
+    """bfloat16's compute roof (GFLOP/s) and the bandwidth roof (GB/s) of the first machine, then the same two of the second."""
     from .. import results
 
     first, second = results.load_saved(results.SAVED_MODEL), results.load_saved(results.SAVED_MODEL_BF16)
-    return first["format_roofs"]["bfloat16"], first["roofs"]["bandwidth_gb_s"], second["format_roofs"]["bfloat16"]
+    return (first["format_roofs"]["bfloat16"], first["roofs"]["bandwidth_gb_s"],
+            second["format_roofs"]["bfloat16"], second["roofs"]["bandwidth_gb_s"])
 
 
-def saved_one_row_bfloat16_ms() -> tuple[float, float]:
-    """Every weight matrix × one vector with bfloat16 F.linear, in ms, on the first and on the second machine."""
+def one_row_bound_ms(roof: float, bandwidth: float, megabytes: float) -> float:
+    """The roofline's least time for bfloat16 one-row products of `megabytes`: 2 FLOPs per 2-byte weight, so MFLOP = MB."""
+    return max(megabytes / roof, megabytes / bandwidth)
+
+
+def saved_one_row_bfloat16() -> tuple[float, float, float]:
+    """Every weight matrix × one vector with bfloat16 F.linear: ms on the first and on the second machine, and its MB."""
     from .. import results
 
-    return tuple(results.load_saved(saved)["int8_kernel"]["bfloat16_linear_ms"]
-                 for saved in (results.SAVED_MODEL, results.SAVED_MODEL_BF16))
+    first, second = (results.load_saved(saved)["int8_kernel"] for saved in (results.SAVED_MODEL, results.SAVED_MODEL_BF16))
+    return first["bfloat16_linear_ms"], second["bfloat16_linear_ms"], first["bfloat16_bytes"] / 1e6
 
 
 def fitted_line() -> tuple[float, float]:
@@ -138,7 +144,7 @@ def check_outside(outside_ms: object) -> None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
     expected, (bandwidth, t0) = saved_outside_ms(), fitted_line()
     roof = saved_bfloat16_roofs()[1]
-    bf16_outside = saved_steps()["bfloat16"][1] - saved_one_row_bfloat16_ms()[0]
+    bf16_outside = saved_steps()["bfloat16"][1] - saved_one_row_bfloat16()[0]
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is not the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
@@ -181,16 +187,17 @@ def check_intensity(answer: object) -> None:
 
 @checker
 def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
-    """Exercise 3: bfloat16's ridge on the first machine, and how much faster its roof says one-row products should get."""
+    """Exercise 3: bfloat16's ridge on the first machine, and how much faster the roofline says one-row products get on the second."""
     if missing(ridge) or missing(speedup):
         return
     found, faster = as_real_number(ridge), as_real_number(speedup)
     if found is None or faster is None:
         return feedback(False, "Give two numbers: FLOPs per byte, and how many times as fast.",
                         "请给出两个数：每字节的浮点运算次数，以及速度是原来的几倍。")
-    roof, bandwidth, second_roof = saved_bfloat16_roofs()
-    first_ms, second_ms = saved_one_row_bfloat16_ms()
-    expected, predicted = roof / bandwidth, second_roof / roof
+    roof, bandwidth, second_roof, second_bandwidth = saved_bfloat16_roofs()
+    first_ms, second_ms, megabytes = saved_one_row_bfloat16()
+    bounds = one_row_bound_ms(roof, bandwidth, megabytes), one_row_bound_ms(second_roof, second_bandwidth, megabytes)
+    expected, predicted = roof / bandwidth, bounds[0] / bounds[1]
     if _close(found, bandwidth / roof, 0.03):
         return feedback(False, "That is bandwidth over throughput: the ridge is GFLOP/s divided by GB/s.",
                         "这是带宽除以算力；脊点是 GFLOP/s 除以 GB/s。")
@@ -198,19 +205,29 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
         return feedback(False, "The ridge is where the roofs meet: bfloat16's GFLOP/s divided by the GB/s.",
                         "脊点是两道屋顶的交点：bfloat16 的 GFLOP/s 除以 GB/s。")
     if _close(faster, first_ms / second_ms, 0.03):
-        return feedback(False, "That is what the bench measured; (b) asks what the two roofs predict.",
-                        "这是基准测试实测的倍数；（b）问的是两道屋顶预测的倍数。")
+        return feedback(False, "That is what the bench measured; (b) asks what the roofline predicts.",
+                        "这是基准测试实测的倍数；（b）问的是屋顶线模型预测的倍数。")
+    if _close(faster, second_roof / roof, 0.03):
+        return feedback(False, f"That is the ratio of the compute roofs; but on the second machine bfloat16's ridge is at "
+                        f"{second_roof / second_bandwidth:.1f} FLOPs per byte, so a 1-FLOP-per-byte product is bound by its bytes "
+                        "there. Take each machine's bound: the larger of FLOPs / roof and bytes / bandwidth.",
+                        f"这是两道算力屋顶之比；可是第二台机器上 bfloat16 的脊点在每字节 {second_roof / second_bandwidth:.1f} 次浮点运算，"
+                        "每字节 1 次的乘法在那里受字节数限制。请取每台机器的下限：浮点运算 / 算力屋顶 与 字节数 / 带宽 中较大的那个。")
     if not _close(faster, predicted, 0.03):
-        return feedback(False, "Arithmetic-bound time scales with the roof: divide the second machine's bfloat16 roof by the first's.",
-                        "受算力限制的耗时与屋顶成反比：用第二台机器的 bfloat16 屋顶除以第一台的。")
+        return feedback(False, "Each machine's least time is the larger of FLOPs / roof and bytes / bandwidth (MFLOP = MB here); "
+                        "divide the first machine's by the second's.",
+                        "每台机器的最短耗时是 浮点运算 / 算力屋顶 与 字节数 / 带宽 中较大的那个（这里 MFLOP 数等于 MB 数）；"
+                        "用第一台的除以第二台的。")
     feedback(True, f"The ridge is {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, so the roofline puts a batch-1 "
-             f"bfloat16 step (about 1 FLOP per byte) right of it. But the roof rose {predicted:.1f} times on the second machine "
-             f"and the one-row products only {first_ms / second_ms:.2f} times ({first_ms:.1f} to {second_ms:.1f} ms): a one-row "
-             "product does not run the way the large product that measured the roof does. A roof bounds one kernel; a point "
-             "sits under the roof of the kernel it actually runs, so measure that kernel (the bench's one-row lines) before "
-             "you read a point against a roof.",
+             f"bfloat16 step (about 1 FLOP per byte) right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row "
+             f"products. On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "
+             f"as fast. The bench measured {first_ms / second_ms:.2f} times ({first_ms:.1f} to {second_ms:.1f} ms), and "
+             f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound: a one-row product does not run "
+             "the way the large product that measured the roof does. A roof bounds one kernel; measure the kernel a point "
+             "actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ 每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
-             f"（每字节约 1 次）放在它右边。可是第二台机器上屋顶升高到原来的 {predicted:.1f} 倍，只有一行的矩阵乘法却只快到原来的 "
-             f"{first_ms / second_ms:.2f} 倍（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒）：只有一行的乘法，跑法和测屋顶的那次大矩阵乘法"
-             "不一样。一道屋顶只约束一个内核；一个点落在它实际运行的那个内核的屋顶下面，所以拿点去对屋顶之前，先单独测一测这个内核"
-             "（基准测试里只乘一个向量的那几行）。")
+             f"（每字节约 1 次）放在它右边，受运算限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
+             f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只有 "
+             f"{first_ms / second_ms:.2f} 倍（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），而 {second_ms:.1f} 毫秒是第二台机器"
+             f"下限的 {second_ms / bounds[1]:.1f} 倍：只有一行的乘法，跑法和测屋顶的那次大矩阵乘法不一样。一道屋顶只约束一个内核；"
+             "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")
