@@ -79,6 +79,7 @@ def test_the_one_row_products_did_not_follow_bfloat16s_roof():
                               (2 * BF16_RIDGE, ROOFLINE_GAIN, "where the roofs meet"),
                               (BF16_RIDGE, ONE_ROW_GAIN, "what the bench measured"),
                               (BF16_RIDGE, BF16_ROOF_GAIN, "bound by its bytes"),
+                              (BF16_RIDGE, _SECOND["roofs"]["bandwidth_gb_s"] / _SAVED["roofs"]["bandwidth_gb_s"], "bandwidth roofs"),
                               (BF16_RIDGE, 1 / ROOFLINE_GAIN, "divide the first machine's")):
         out = verdict(lesson14.check_bfloat16_ridge, ridge, gain)
         assert "Not yet" in out and hint in out, (ridge, gain)

@@ -347,6 +347,18 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
             assert number in text, (language, number)
 
 
+def test_lesson14_the_one_row_kernel_leaves_a_thread_idle_as_the_stored_live_lines_show(decoding):
+    """The paragraph after the threads cell reads its stored output: nn.Linear's one-row product as long on one thread as
+    on two, weights-left faster with two, and faster than nn.Linear on one thread as well."""
+    outputs = stored_text(decoding)
+    linear = [float(v) for v in printed(r"x @ W.T \(nn.Linear\): 1 thread ([\d.]+) ms, 2 threads ([\d.]+) ms", outputs).groups()]
+    left = [float(v) for v in printed(r"W @ x.T \(weights-left\): 1 thread ([\d.]+) ms, 2 threads ([\d.]+) ms", outputs).groups()]
+    assert abs(linear[1] / linear[0] - 1) < 0.15  # "about as long with one thread as with two"
+    assert left[1] < 0.8 * left[0]  # "weights-left's used both"
+    assert left[0] < linear[0]  # "on one thread weights-left was still the faster"
+    assert "leaves the second thread idle" in prose(decoding, "en") and "让第二个线程闲着" in prose(decoding, "zh")
+
+
 def test_lesson14_batch_checks_and_bfloat16_behind_float32(decoding):
     outputs = stored_text(decoding)
     assert "largest logit difference below 1e-4: True" in outputs

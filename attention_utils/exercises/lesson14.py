@@ -1,5 +1,8 @@
-"""Checkers for lesson 14: the saved bench's line, int8's miss and the time outside the products; the intensity at batch B;
-bfloat16's ridge on the bench machine."""
+"""Checkers for lesson 14's exercises: the saved bench's line, the intensity at batch B, bfloat16's ridge.
+
+Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8 and compares the fit's fixed cost
+with the step outside its products; exercise 3 tests bfloat16's ridge against the second machine's one-row products.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +58,15 @@ def saved_one_row_bfloat16() -> tuple[float, float, float]:
     return first["bfloat16_linear_ms"], second["bfloat16_linear_ms"], first["bfloat16_bytes"] / 1e6
 
 
+def second_machine_outside_ms() -> dict[str, float]:
+    """On the second machine: each format's step minus its one-row products (bfloat16's F.linear, float32's floor)."""
+    from .. import results
+
+    second = results.load_saved(results.SAVED_MODEL_BF16)
+    products = {"bfloat16": second["int8_kernel"]["bfloat16_linear_ms"], "float32": results.model_timing(second, "matmul floor")["ms"]}
+    return {name: results.model_timing(second, name)["ms"] - ms for name, ms in products.items()}
+
+
 def fitted_line() -> tuple[float, float]:
     """Bandwidth (GB/s) and fixed cost (ms) of t = W / B + t0 through the float32 and bfloat16 rows."""
     (w32, t32), (w16, t16) = saved_steps()["float32"], saved_steps()["bfloat16"]
@@ -105,10 +117,10 @@ def check_int8_prediction(int8_ms: object) -> None:
                         f"{measured:.1f} 毫秒。")
     if _close(found, measured, 0.02):
         return feedback(False, "That is what the bench measured; predict it from int8's bytes with the line of 1a.",
-                        "这是基准测试实测的耗时；请用练习 1a 的直线，由 int8 的字节数来预测。")
+                        "这是基准测试实测的耗时；请用练习 1（a）的直线，由 int8 的字节数来预测。")
     if _close(found, w8 / bandwidth, 0.05):
         return feedback(False, "Add the fixed cost t0: every step pays it.", "还要加上固定开销 t0：每一步都要付出它。")
-    feedback(False, "t = int8's weight MB / B + t0, with B and t0 from 1a.", "t = int8 的权重 MB 数 / B + t0，B 和 t0 取自练习 1a。")
+    feedback(False, "t = int8's weight MB / B + t0, with B and t0 from 1a.", "t = int8 的权重 MB 数 / B + t0，B 和 t0 取自练习 1（a）。")
 
 
 @checker
@@ -144,22 +156,24 @@ def check_outside(outside_ms: object) -> None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
     expected, (bandwidth, t0) = saved_outside_ms(), fitted_line()
     roof = saved_bfloat16_roofs()[1]
-    bf16_outside = saved_steps()["bfloat16"][1] - saved_one_row_bfloat16()[0]
+    second = second_machine_outside_ms()
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is not the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
                         "read at one rate and pay one fixed cost. Neither holds: each format's products read at their own rate "
-                        "(the kernel lines of section 6), and bfloat16's step spends more outside its products, about "
-                        f"{bf16_outside:.1f} ms (its step minus its one-row products, timed in two loops). So B and t0 fit these "
-                        "two rows; they are not the memory's speed and a step's true overhead.",
-                        f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1a 的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
+                        "(the kernel lines of section 6), and bfloat16's step spends more outside its products: on the second "
+                        f"machine, whose two timing loops agreed, {second['bfloat16']:.1f} ms against float32's {second['float32']:.1f} "
+                        "(each step minus its one-row products). So B and t0 fit these two rows; they are not the memory's speed "
+                        "and a step's true overhead.",
+                        f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也不是基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销，这两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行），"
-                        f"而 bfloat16 的一步花在矩阵乘法之外的时间更多，约 {bf16_outside:.1f} 毫秒（它的一步减去只乘一个向量的矩阵乘法，"
-                        "两者在两个循环里计时）。所以 B 和 t0 只是恰好穿过这两行的数，不是内存的速度，也不是一步真正的固定开销。")
+                        "而 bfloat16 的一步花在矩阵乘法之外的时间更多：在两个计时循环结果一致的第二台机器上，bfloat16 是 "
+                        f"{second['bfloat16']:.1f} 毫秒，float32 是 {second['float32']:.1f} 毫秒（各自的一步减去只乘一个向量的矩阵乘法）。"
+                        "所以 B 和 t0 只是恰好穿过这两行的数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
-                        "这是练习 1a 直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")
+                        "这是练习 1（a）直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")
     feedback(False, "Subtract the matmul floor's batch-1 step from float32's (section 3's table).",
              "用 float32 批大小 1 的一步解码减去矩阵乘法下限（第 3 节的表）。")
 
@@ -212,12 +226,17 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
                         f"{second_roof / second_bandwidth:.1f} FLOPs per byte, so a 1-FLOP-per-byte product is bound by its bytes "
                         "there. Take each machine's bound: the larger of FLOPs / roof and bytes / bandwidth.",
                         f"这是两道算力屋顶之比；可是第二台机器上 bfloat16 的脊点在每字节 {second_roof / second_bandwidth:.1f} 次浮点运算，"
-                        "每字节 1 次的乘法在那里受字节数限制。请取每台机器的下限：浮点运算 / 算力屋顶 与 字节数 / 带宽 中较大的那个。")
+                        "每字节 1 次的乘法在那里受字节数限制。请取每台机器的下限：“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个。")
+    if _close(faster, second_bandwidth / bandwidth, 0.03):
+        return feedback(False, "That is the ratio of the bandwidth roofs; but on the first machine a 1-FLOP-per-byte bfloat16 "
+                        "product is right of the ridge, so its bound there is FLOPs / roof.",
+                        "这是两道带宽屋顶之比；可是在第一台机器上，每字节 1 次浮点运算的 bfloat16 乘法在脊点右边，"
+                        "那里的下限是“浮点运算 / 算力屋顶”。")
     if not _close(faster, predicted, 0.03):
         return feedback(False, "Each machine's least time is the larger of FLOPs / roof and bytes / bandwidth (MFLOP = MB here); "
                         "divide the first machine's by the second's.",
-                        "每台机器的最短耗时是 浮点运算 / 算力屋顶 与 字节数 / 带宽 中较大的那个（这里 MFLOP 数等于 MB 数）；"
-                        "用第一台的除以第二台的。")
+                        "每台机器的耗时下限是“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个（这里 MFLOP 数等于 MB 数）；"
+                        "用第一台的下限除以第二台的。")
     feedback(True, f"The ridge is {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, so the roofline puts a batch-1 "
              f"bfloat16 step (about 1 FLOP per byte) right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row "
              f"products. On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "

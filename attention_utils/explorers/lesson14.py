@@ -89,8 +89,8 @@ def draw_bytes_quality(results: dict) -> Figure:
     shown_formats = [f for f in (*FORMATS, "q4") if f in results["quality"]]
     mb = {f: (model_timing(results, f)["weight_bytes"] + model_timing(results, f)["cache_bytes"]) / 1e6 for f in shown_formats}
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), layout="constrained")
-    for ax, key, label in ((axes[0], "perplexity", text("perplexity on the held-out text (float32's ±1%)",
-                                                        "留出文本上的困惑度（float32 的 ±1%）")),
+    for ax, key, label in ((axes[0], "perplexity", text("perplexity on the held-out text (axis: float32 ±1%)",
+                                                        "留出文本上的困惑度（纵轴范围：float32 ±1%）")),
                            (axes[1], "largest_logit_difference", text("largest logit difference from float32",
                                                                       "与 float32 的最大 logit 差"))):
         values = [results["quality"][f][key] for f in shown_formats]
@@ -101,8 +101,9 @@ def draw_bytes_quality(results: dict) -> Figure:
             ax.set_ylim(0.99 * values[0], 1.01 * values[0])  # float32's ±1%: a 0.2% difference looks as small as it is
         label_points(ax, list(zip(mb.values(), values)), shown_formats)
         ax.set_xscale("log")
-        for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
-            axis(FuncFormatter(lambda value, _: f"{value:.0f}"))  # 100, 200, ... MB rather than 2 × 10²
+        ax.set_xticks([100, 150, 200, 300, 500], minor=False)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))  # 100, 150, ... MB, not 10²
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
         ax.set(xlabel=text("MB a decode step reads (weights and cache, batch 1)", "一步解码读取的 MB（权重和缓存，批大小 1）"),
                ylabel=label)
         ax.grid(True, which="both", alpha=0.3)
@@ -122,12 +123,15 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
     share = point["gflop_s"] / _roof_at(point["intensity"], roofs)
     read = point["gflop_s"] / (results["roofs"]["bandwidth_gb_s"] * point["intensity"])  # its bytes' share of the bandwidth roof
     roof_en, roof_zh = (f"{fmt}'s own flat roof", f"{fmt} 自己的水平屋顶") if own else ("the float32 matmul roof", "float32 矩阵乘法的屋顶")
-    return text(f"{fmt}, batch {batch}: {row['ms']:.1f} ms per step, {1e3 * batch / row['ms']:.0f} tokens/s, "
-                f"{point['intensity']:.2f} FLOPs per byte; reads its bytes at {read:.0%} of the bandwidth roof; "
-                f"{share:.0%} of the roof above it ({roof_en} and the bandwidth roof)",
+    head = text(f"{fmt}, batch {batch}: {row['ms']:.1f} ms per step, {1e3 * batch / row['ms']:.0f} tokens/s, "
+                f"{point['intensity']:.2f} FLOPs per byte; ",
                 f"{fmt}，批大小 {batch}：每步 {row['ms']:.1f} 毫秒，每秒 {1e3 * batch / row['ms']:.0f} 个词元，"
-                f"每字节 {point['intensity']:.2f} 次浮点运算；读字节的速度是带宽屋顶的 {read:.0%}；"
-                f"达到它上方屋顶的 {share:.0%}（{roof_zh}和带宽屋顶）")
+                f"每字节 {point['intensity']:.2f} 次浮点运算；")
+    if read >= share:  # the bandwidth roof is the lower one at this intensity
+        return head + text(f"{read:.0%} of the bandwidth roof, the lower roof here",
+                           f"达到带宽屋顶（这里较低的那道屋顶）的 {read:.0%}")
+    return head + text(f"{share:.0%} of {roof_en}, the lower roof here (bandwidth roof: {read:.0%})",
+                       f"达到{roof_zh}（这里较低的那道屋顶）的 {share:.0%}（带宽屋顶：{read:.0%}）")
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")

@@ -44,6 +44,17 @@ def int4_kernel_runs() -> bool:
     return not scalar_x86
 
 
+def kernel_path() -> dict:
+    """Which int4 kernel path q4 takes here: torch's CPU capability and whether the CPU has bfloat16 instructions."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "avx512_bf16": "avx512_bf16" in flags,
+            "amx_bf16": "amx_bf16" in flags, "activations": "bfloat16 (the int4 kernel's vectorized path)"}
+
+
 class Q4Linear(nn.Module):
     """A linear layer without bias that holds Q4_1 codes in torch's int4 layout: (q − 8)·scale + zero = d·q + m."""
 

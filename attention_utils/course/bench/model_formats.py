@@ -43,7 +43,7 @@ from ...inference.row_products import weights_left, weights_left_product
 from ...inference.weight_formats import to_format, weight_bytes
 from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
-from ...models.q4_weights import Q4Linear, to_q4
+from ...models.q4_weights import Q4Linear, kernel_path, to_q4
 from .model_kernels import alternate, format_roofs, int8_against_bfloat16, profile_step, seconds
 
 # Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
@@ -265,17 +265,6 @@ def require_bf16_cpu(saved: str) -> None:
     if not (path["avx512_bf16"] or path["amx_bf16"]):
         raise SystemExit("--bf16-cpu: this CPU has no bfloat16 instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo); "
                          f"run the bench without it, into {saved}")
-
-
-def kernel_path() -> dict:
-    """Which int4 kernel path the q4 rows took: torch's CPU capability and whether the CPU has bfloat16 instructions."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
-    except OSError:
-        flags = []
-    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "avx512_bf16": "avx512_bf16" in flags,
-            "amx_bf16": "amx_bf16" in flags, "activations": "bfloat16 (the int4 kernel's vectorized path)"}
 
 
 @torch.no_grad()
