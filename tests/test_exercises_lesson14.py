@@ -26,7 +26,8 @@ INVERSE_B, T0 = np.linalg.solve(np.array([[W32, 1.0], [W16, 1.0]]), np.array([T3
 BANDWIDTH = 1 / INVERSE_B  # MB per ms = GB/s
 INT8_MS = W8 * INVERSE_B + T0
 OUTSIDE_MS = T32 - _saved_step("matmul floor")[1]  # exercise 1d by hand: float32's step minus its bare products
-INTENSITY = 4.0  # by hand: 2 FLOPs × 8 tokens / 4 bytes
+_ROOFS = json.loads(SAVED_MODEL.read_text())["roofs"]
+RIDGE_BATCH = 2 * _ROOFS["matmul_gflop_s"] / _ROOFS["bandwidth_gb_s"]  # by hand: B / 2 FLOPs per byte = the ridge
 _SAVED, _SECOND = json.loads(SAVED_MODEL.read_text()), json.loads(SAVED_MODEL_BF16.read_text())
 BF16_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # exercise 3a: GFLOP/s over GB/s
 BF16_ROOF_GAIN = _SECOND["format_roofs"]["bfloat16"] / _SAVED["format_roofs"]["bfloat16"]  # the roofs' ratio: a mistake in 3b
@@ -48,7 +49,7 @@ FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.
 def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_fit, form(BANDWIDTH), form(T0))
     assert "Correct" in verdict(lesson14.check_int8_prediction, form(INT8_MS))
-    assert "Correct" in verdict(lesson14.check_intensity, form(INTENSITY))
+    assert "Correct" in verdict(lesson14.check_ridge_batch, form(RIDGE_BATCH))
     assert "Correct" in verdict(lesson14.check_outside, form(OUTSIDE_MS))
     assert "Correct" in verdict(lesson14.check_bfloat16_ridge, form(BF16_RIDGE), form(ROOFLINE_GAIN))
 
@@ -56,9 +57,10 @@ def test_right_answers_in_every_form(form):
 @pytest.mark.parametrize("check, wrong, hint", [
     (lesson14.check_int8_prediction, T8, "what the bench measured"), (lesson14.check_int8_prediction, W8 / BANDWIDTH, "fixed cost"),
     (lesson14.check_int8_prediction, 2 * INT8_MS, "t = int8's"),
-    (lesson14.check_intensity, 0.5, "batch 1"), (lesson14.check_intensity, 2.0, "multiply and an add"),
+    (lesson14.check_ridge_batch, RIDGE_BATCH / 2, "ridge itself"), (lesson14.check_ridge_batch, RIDGE_BATCH / 4, "B = 2 × ridge"),
+    (lesson14.check_ridge_batch, 3.0, "Set B / 2"),
     (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
-    (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_intensity, [0.5], "batch 1"),
+    (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
     (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "same size"),
     (lesson14.check_int8_miss, "d", "one letter"),
 ])
@@ -100,7 +102,7 @@ def test_fit_odd_answers_get_a_verdict_not_a_traceback(odd):
     assert "Correct" not in verdict(lesson14.check_fit, BANDWIDTH, odd)
 
 
-@pytest.mark.parametrize("check", [lesson14.check_int8_prediction, lesson14.check_int8_miss, lesson14.check_intensity,
+@pytest.mark.parametrize("check", [lesson14.check_int8_prediction, lesson14.check_int8_miss, lesson14.check_ridge_batch,
                                    lesson14.check_outside, lambda v: lesson14.check_bfloat16_ridge(v, ROOFLINE_GAIN),
                                    lambda v: lesson14.check_bfloat16_ridge(BF16_RIDGE, v)])
 @pytest.mark.parametrize("odd", ["100", [1, 2], Awkward(), float("nan"), None])
