@@ -6,6 +6,7 @@ with the step outside its products; exercise 3 tests bfloat16's ridge against th
 
 from __future__ import annotations
 
+from .. import results
 from . import as_real_number, checker, feedback, missing
 
 # Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
@@ -19,44 +20,43 @@ def _close(found: float, expected: float, share: float = 0.02) -> bool:
     return abs(found - expected) <= share * abs(expected)
 
 
-def saved_steps() -> dict[str, tuple[float, float]]:
-    """(weight MB, decode ms) of float32, bfloat16 and int8 at batch 1, from figures/bench_model.json."""
-    from .. import results
+def _runs() -> tuple[dict, dict]:
+    """The two saved model benches: the first machine's (figures/bench_model.json) and the second's (bfloat16 instructions)."""
+    return results.load_saved(results.SAVED_MODEL), results.load_saved(results.SAVED_MODEL_BF16)
 
-    saved = results.load_saved(results.SAVED_MODEL)
-    return {name: (results.model_timing(saved, name)["weight_bytes"] / 1e6, results.model_timing(saved, name)["ms"])
-            for name in SAVED_ROWS}
+
+def _step_ms(run: dict, name: str) -> float:
+    """One saved decode row's median ms at batch 1."""
+    return next(r["ms"] for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (name, 1, "decode"))
+
+
+def saved_steps() -> dict[str, tuple[float, float]]:
+    """(weight MB, decode ms) of float32, bfloat16 and int8 at batch 1 on the first machine."""
+    first = _runs()[0]
+    rows = {r["format"]: r for r in first["timings"] if (r["batch"], r["phase"]) == (1, "decode")}
+    return {name: (rows[name]["weight_bytes"] / 1e6, rows[name]["ms"]) for name in SAVED_ROWS}
 
 
 def saved_ridge() -> float:
     """The bench's ridge on the first machine: its matmul roof (GFLOP/s) over its bandwidth roof (GB/s)."""
-    from .. import results
-
-    roofs = results.load_saved(results.SAVED_MODEL)["roofs"]
+    roofs = _runs()[0]["roofs"]
     return roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
 
 
 def saved_floor_ms() -> dict[int, float]:
-    """The saved matmul floor's step at each batch (ms)."""
-    from .. import results
-
-    saved = results.load_saved(results.SAVED_MODEL)
-    return {r["batch"]: r["ms"] for r in saved["timings"] if (r["format"], r["phase"]) == ("matmul floor", "decode")}
+    """The first machine's matmul floor at each batch (ms)."""
+    return {r["batch"]: r["ms"] for r in _runs()[0]["timings"] if (r["format"], r["phase"]) == ("matmul floor", "decode")}
 
 
-def saved_outside_ms() -> float:
-    """float32's decode step minus its matmul floor (batch 1): the time its step spends outside the products."""
-    from .. import results
-
-    saved = results.load_saved(results.SAVED_MODEL)
-    return results.model_timing(saved, "float32")["ms"] - results.model_timing(saved, "matmul floor")["ms"]
+def outside_products_ms(run: dict) -> dict[str, float]:
+    """Each format's step minus its one-row products alone (float32: the matmul floor; bfloat16: its F.linear)."""
+    products = {"float32": _step_ms(run, "matmul floor"), "bfloat16": run["int8_kernel"]["bfloat16_linear_ms"]}
+    return {name: _step_ms(run, name) - ms for name, ms in products.items()}
 
 
 def saved_bfloat16_roofs() -> tuple[float, float, float, float]:
     """bfloat16's compute roof (GFLOP/s) and the bandwidth roof (GB/s) of the first machine, then the same two of the second."""
-    from .. import results
-
-    first, second = results.load_saved(results.SAVED_MODEL), results.load_saved(results.SAVED_MODEL_BF16)
+    first, second = _runs()
     return (first["format_roofs"]["bfloat16"], first["roofs"]["bandwidth_gb_s"],
             second["format_roofs"]["bfloat16"], second["roofs"]["bandwidth_gb_s"])
 
@@ -68,19 +68,8 @@ def one_row_bound_ms(roof: float, bandwidth: float, megabytes: float) -> float:
 
 def saved_one_row_bfloat16() -> tuple[float, float, float]:
     """Every weight matrix × one vector with bfloat16 F.linear: ms on the first and on the second machine, and its MB."""
-    from .. import results
-
-    first, second = (results.load_saved(saved)["int8_kernel"] for saved in (results.SAVED_MODEL, results.SAVED_MODEL_BF16))
+    first, second = (run["int8_kernel"] for run in _runs())
     return first["bfloat16_linear_ms"], second["bfloat16_linear_ms"], first["bfloat16_bytes"] / 1e6
-
-
-def second_machine_outside_ms() -> dict[str, float]:
-    """On the second machine: each format's step minus its one-row products (bfloat16's F.linear, float32's floor)."""
-    from .. import results
-
-    second = results.load_saved(results.SAVED_MODEL_BF16)
-    products = {"bfloat16": second["int8_kernel"]["bfloat16_linear_ms"], "float32": results.model_timing(second, "matmul floor")["ms"]}
-    return {name: results.model_timing(second, name)["ms"] - ms for name, ms in products.items()}
 
 
 def fitted_line() -> tuple[float, float]:
@@ -170,9 +159,9 @@ def check_outside(outside_ms: object) -> None:
     found = as_real_number(outside_ms)
     if found is None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
-    expected, (bandwidth, t0) = saved_outside_ms(), fitted_line()
+    expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
     roof = saved_bfloat16_roofs()[1]
-    second = second_machine_outside_ms()
+    second = outside_products_ms(_runs()[1])
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is not the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
