@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attention_utils import results
-from attention_utils.course.bench import model_decode, model_formats, model_report
+from attention_utils.course.bench import model_decode, model_formats, model_kernels, model_report
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = ROOT / "notebooks" / "13_a_real_language_model.ipynb"
@@ -47,6 +47,26 @@ def test_calls_alternate_and_every_call_is_timed():
     medians = model_formats.alternate({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, rounds=3)
     assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]  # one warm call each, then a b, b a, a b
     assert set(medians) == {"a", "b"} and all(ms >= 0 for ms in medians.values())
+
+
+def test_quartiles_are_the_middle_half_of_the_timings():
+    assert model_kernels.quartiles([5.0, 1.0, 4.0, 2.0, 3.0]) == [2.0, 4.0]  # by hand: sorted 1..5, inclusive
+    assert model_kernels.quartiles([1.0, 2.0, 3.0, 100.0]) == [1.75, 27.25]  # 1 + 0.75, 3 + 0.25 * 97
+    assert model_kernels.quartiles([7.0]) == [7.0, 7.0]
+
+
+def test_thread_rows_time_each_call_on_one_thread_and_on_all_taking_turns():
+    threads = torch.get_num_threads()
+    seen = []
+    try:
+        torch.set_num_threads(2)
+        found = model_kernels.thread_rows({"a": lambda: seen.append(torch.get_num_threads())}, 2**20, rounds=3)
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(threads)
+    assert found["threads"] == [1, 2] and set(found["a"]) == {"1", "2"} and set(found["bandwidth_gb_s"]) == {"1", "2"}
+    assert seen == [1, 2, 1, 2, 2, 1, 1, 2]  # warm calls, then rounds taking turns, the order reversed every other round
+    assert all(v > 0 for v in found["bandwidth_gb_s"].values())
 
 
 def test_a_repeated_cache_holds_the_same_tokens_for_every_row(smollm2):
@@ -247,6 +267,10 @@ def test_the_q4_row_is_timed_with_the_others_and_counts_the_files_bytes(smollm2,
     assert set(found["kernel"]) >= {"cpu_capability", "avx512_bf16", "amx_bf16"}
     assert found["quality"]["q4"]["largest_logit_difference"] > 0
     assert ("float32 weights-left", 1, "decode") not in rows  # only where the workload names it (the bench's default does)
+    first, third = rows["q4", 1, "decode"]["quartiles_ms"]  # one round here: its quartiles are its time
+    assert first == third == rows["q4", 1, "decode"]["ms"] and "quartiles_ms" not in rows["q4", 1, "prefill"]
+    assert found["threads"]["threads"] == [1] and set(found["threads"]) == {"matmul floor", "matmul floor weights-left",
+                                                                            "bandwidth_gb_s", "threads"}
 
 
 def test_a_ratio_near_its_target_is_shown_with_the_places_it_takes_not_to_round_across_it():

@@ -9,13 +9,15 @@ everything in figures/bench_model.json shares one machine moment. At one prompt 
   llama.cpp on the same file at batch 1 when llama-cpp-python is installed (optional; never in CI),
   and the matmul floor (one F.linear per float32 weight matrix, nothing else; the same products
   weights-left; and q4's products alone, each Q4Linear and the bfloat16 output layer) at every batch size;
-  all of them in one loop, one call each per round, the order reversed every other round; medians;
+  all of them in one loop, one call each per round, the order reversed every other round; medians and
+  quartiles;
 - the overhead measured away: float32 and q4 decode steps compiled by torch.compile over a fixed-size
   cache (models/compiled_decode.py), in the same loop at batch 1, when a C++ compiler is at hand;
   their compile time, and whether their greedy tokens equal the eager steps';
 - prefill: the prompt into an empty cache, the formats and transformers, alternating the same way;
 - the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput); and, in
-  model_kernels.py, a compute roof per format, int8's kernel alone against bfloat16, and a profile;
+  model_kernels.py, a compute roof per format, int8's kernel alone against bfloat16, a profile, and the
+  batch-1 floors and the bandwidth roof on one thread and on all of them;
 - quality of each format against float32: free-running greedy agreement over `new_tokens` tokens of
   8 held-out prompts (each format continues its own text, so one early difference changes the rest),
   teacher-forced top-1 agreement (along float32's continuation, does the format pick float32's next
@@ -44,7 +46,8 @@ from ...inference.weight_formats import to_format, weight_bytes
 from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
 from ...models.q4_weights import Q4Linear, kernel_path, to_q4
-from .model_kernels import alternate, format_roofs, int8_against_bfloat16, profile_step, seconds
+from .model_kernels import (alternate, format_roofs, int8_against_bfloat16, profile_step, quartiles, seconds, thread_rows,
+                            timed_rounds)
 
 # Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
 # so the weight formats and the caches stand on one picture.
@@ -177,7 +180,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
     llama_cpp = llama_cpp_step(prompt, torch.get_num_threads())
     if llama_cpp is not None:
         decode[LLAMA_CPP, 1] = llama_cpp
-    decode_ms = alternate(decode, workload.calls)
+    decode_rounds = timed_rounds(decode, workload.calls)
+    decode_ms = {key: statistics.median(found) for key, found in decode_rounds.items()}
     prefill = {(name, 1): (lambda m=m: m(prompt, cache=KVCache(config.num_layers))) for name, m in models.items()}
     if reference is not None:
         prefill[TRANSFORMERS, 1] = lambda: reference(prompt, use_cache=True)
@@ -194,7 +198,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
             if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number
                 cache //= 2
             rows.append({"format": name, "batch": batch, "phase": phase, "length": length, "ms": ms,
-                         "flops": cost.flops, "weight_bytes": held, "cache_bytes": cache})
+                         "flops": cost.flops, "weight_bytes": held, "cache_bytes": cache}
+                        | ({"quartiles_ms": quartiles(decode_rounds[name, batch])} if phase == "decode" else {}))
     found.update(kernels(model, matrices, prompt, workload))
     found["int8_kernel"]["bandwidth_gb_s"] = found["roofs"]["bandwidth_gb_s"]  # the roof its rows are read against
     found.update(timings=rows, weight_bytes=sizes, file_bytes=file_bytes, transformers_error=missing, kernel=kernel_path(),
@@ -207,8 +212,10 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
 def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.Tensor, workload) -> dict:
     """Lesson 14's kernel rows, in this process: a roof per format, int8's kernel alone, a profile of float32 steps."""
     step, _ = package_step(model, prompt, 1)
+    floors = {FLOOR: floor_step(matrices, 1), f"{FLOOR} {LEFT}": floor_step(matrices, 1, left=True)}
     return {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
-            "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step)}
+            "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step),
+            "threads": thread_rows(floors, 256 * 2**20 if workload.calls > 2 else 64 * 2**20, workload.calls)}
 
 
 def compiled_step(model: torch.nn.Module, prompt: torch.Tensor, check_tokens: int = 16) -> tuple[Callable[[], None] | None, dict]:

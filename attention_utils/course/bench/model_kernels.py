@@ -1,11 +1,12 @@
-"""Lesson 14's kernel measurements in the bench's process: one compute roof per format, int8's kernel alone, a profile.
+"""Lesson 14's kernel rows in the bench's process: a compute roof per format, int8's kernel alone, a profile, threads.
 
 - format roofs: an n × n matmul in float32 and in bfloat16 (F.linear), and torch's int8 weight kernel on
   n bfloat16 rows against an n × n int8 matrix, each in GFLOP/s: the flat roof each format can reach;
 - int8 against bfloat16 at batch 1: every weight matrix of the model once, multiplied by one vector with
   the int8 kernel alone and with a bfloat16 F.linear of the same shape, alternating; the sums in ms;
 - a profile of a few float32 decode steps, taken here where the other timings are taken: the matrix
-  products' share of the steps' own CPU time and the operators that took the most.
+  products' share of the steps' own CPU time and the operators that took the most;
+- threads: the batch-1 matmul floors and the bandwidth roof on one thread and on all of them, taking turns.
 """
 
 from __future__ import annotations
@@ -28,15 +29,55 @@ def seconds(call: Callable[[], object]) -> float:
     return time.perf_counter() - began
 
 
-def alternate(calls: dict, rounds: int) -> dict:
-    """Median ms of each call: one warm call each, then `rounds` rounds of one call each, order reversed every other round."""
+def timed_rounds(calls: dict, rounds: int) -> dict:
+    """Every ms of each call: one warm call each, then `rounds` rounds of one call each, order reversed every other round."""
     for call in calls.values():
         call()
     times = {key: [] for key in calls}
     for index in range(rounds):
         for key in (list(calls) if index % 2 == 0 else list(calls)[::-1]):
-            times[key].append(seconds(calls[key]))
-    return {key: 1e3 * statistics.median(found) for key, found in times.items()}
+            times[key].append(1e3 * seconds(calls[key]))
+    return times
+
+
+def alternate(calls: dict, rounds: int) -> dict:
+    """Median ms of each call, timed as `timed_rounds` times them."""
+    return {key: statistics.median(found) for key, found in timed_rounds(calls, rounds).items()}
+
+
+def quartiles(found: list[float]) -> list[float]:
+    """The first and third quartile of some timings: the spread of the middle half, which one slow round cannot move."""
+    if len(found) == 1:  # a quick run's single round
+        return [found[0], found[0]]
+    first, _, third = statistics.quantiles(found, n=4, method="inclusive")
+    return [first, third]
+
+
+def on_threads(call: Callable[[], object], count: int) -> Callable[[], None]:
+    """`call` run on `count` threads (set before each call, so calls on different counts can take turns)."""
+    def run() -> None:
+        torch.set_num_threads(count)
+        call()
+    return run
+
+
+def thread_rows(calls: dict, read_bytes: int, rounds: int) -> dict:
+    """Each call's median ms on one thread and on all of them, and the bandwidth roof (a sum over `read_bytes`) on each.
+
+    One nn.Linear row may leave threads idle where a matrix product or a sum uses them all, so a share of the
+    bandwidth roof means most against a roof read with the same threads; the counts take turns in one loop.
+    """
+    threads = torch.get_num_threads()
+    counts = sorted({1, threads})
+    big = torch.ones(read_bytes // 4)
+    turns = {(name, n): on_threads(call, n) for name, call in calls.items() for n in counts}
+    turns |= {("bandwidth", n): on_threads(big.sum, n) for n in counts}
+    try:
+        ms = alternate(turns, rounds)
+    finally:
+        torch.set_num_threads(threads)
+    found = {name: {str(n): ms[name, n] for n in counts} for name in calls}
+    return found | {"bandwidth_gb_s": {str(n): read_bytes / ms["bandwidth", n] / 1e6 for n in counts}, "threads": counts}
 
 
 def format_roofs(n: int, rounds: int) -> dict:
