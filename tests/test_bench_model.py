@@ -222,6 +222,11 @@ def test_the_machines_table_reads_both_runs_step_by_step():
     assert [line.split()[-1] for line in lines[1:]] == ["0.75×", "-", "0.40×", "-"]
     assert "float32 weights-left, decode step" in lines[2] and "30.0" in lines[2]
     assert "bfloat16，一步解码，批大小 8" in results.model_machines_table(first, second, "zh")
+    assert "quartiles" not in lines[0]  # neither run saved them
+    second["timings"][0]["quartiles_ms"] = [44.0, 46.5]
+    lines = results.model_machines_table(first, second).splitlines()
+    assert "(median, quartiles in brackets)" in lines[0] and "45.0 (44.0–46.5)" in lines[1] and lines[1].endswith("0.75×")
+    assert "60.0 (" not in lines[1]  # the first run's row has no quartiles: its median alone
     with pytest.raises(ValueError, match="SAVED_MODEL_BF16"):
         results.model_machines_table(first, {"rows": []})
     with pytest.raises(TypeError, match="SAVED_MODEL_BF16"):

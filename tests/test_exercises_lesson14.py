@@ -27,7 +27,7 @@ BANDWIDTH = 1 / INVERSE_B  # MB per ms = GB/s
 INT8_MS = W8 * INVERSE_B + T0
 OUTSIDE_MS = T32 - _saved_step("matmul floor")[1]  # exercise 1d by hand: float32's step minus its bare products
 _ROOFS = json.loads(SAVED_MODEL.read_text())["roofs"]
-RIDGE_BATCH = 2 * _ROOFS["matmul_gflop_s"] / _ROOFS["bandwidth_gb_s"]  # by hand: B / 2 FLOPs per byte = the ridge
+RIDGE_BATCH = 2 * _ROOFS["matmul_gflop_s"] / _ROOFS["bandwidth_gb_s"]  # by hand: b / 2 FLOPs per byte = the ridge
 _SAVED, _SECOND = json.loads(SAVED_MODEL.read_text()), json.loads(SAVED_MODEL_BF16.read_text())
 BF16_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # exercise 3a: GFLOP/s over GB/s
 BF16_ROOF_GAIN = _SECOND["format_roofs"]["bfloat16"] / _SAVED["format_roofs"]["bfloat16"]  # the roofs' ratio: a mistake in 3b
@@ -57,8 +57,8 @@ def test_right_answers_in_every_form(form):
 @pytest.mark.parametrize("check, wrong, hint", [
     (lesson14.check_int8_prediction, T8, "what the bench measured"), (lesson14.check_int8_prediction, W8 / BANDWIDTH, "fixed cost"),
     (lesson14.check_int8_prediction, 2 * INT8_MS, "t = int8's"),
-    (lesson14.check_ridge_batch, RIDGE_BATCH / 2, "ridge itself"), (lesson14.check_ridge_batch, RIDGE_BATCH / 4, "B = 2 × ridge"),
-    (lesson14.check_ridge_batch, 3.0, "Set B / 2"),
+    (lesson14.check_ridge_batch, RIDGE_BATCH / 2, "ridge itself"), (lesson14.check_ridge_batch, RIDGE_BATCH / 4, "b = 2 × ridge"),
+    (lesson14.check_ridge_batch, 3.0, "Set b / 2"),
     (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
     (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "same size"),

@@ -234,8 +234,8 @@ def test_lesson14_decode_and_prefill_either_side_of_the_bench_ridge(decoding):
 
 
 def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(decoding):
-    """Section 4: the step grows four to five times what the cache's bytes predict on both machines, yet under a tenth
-    of the step; the same step in another loop of the run differs by more; the second machine's two loops agree."""
+    """Section 4: the step grows three to five times what the cache's bytes predict on both machines, yet under a tenth
+    of the step; the same step in another loop of the run differs by more; the second machine's two loops are close."""
     outputs = stored_text(decoding)
     prefill, step, read = printed(r"prefill takes ([\d.]+)x as long, the decode step ([\d.]+)x, and the step reads ([\d.]+)x",
                                   outputs).groups()
@@ -247,16 +247,16 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
         r"the second machine, T = \d+ to \d+: \+([\d.]+) ms a step measured, ([\d.]+) ms from the cache's bytes; the same "
         r"step in its two loops: ([\d.]+) and ([\d.]+) ms", outputs).groups()
     for grew, bytes_say in ((measured, predicted), (other_measured, other_predicted)):
-        assert 3.5 < float(grew) / float(bytes_say) < 5.5  # "four to five times as much"
+        assert 3 < float(grew) / float(bytes_say) < 5.5  # "three to five times as much"
     assert float(measured) < 0.1 * longest  # "under a tenth of the step at T = 512"
     apart = printed(r"another loop of this run \(section 3's table\): [\d.]+ ms, -([\d.]+) ms", outputs)[1]
     assert float(apart) > float(measured)  # "changed by more than the cache's whole effect"
-    assert abs(float(first_loop) / float(second_loop) - 1) < 0.02  # the second machine's loops agree
+    assert abs(float(first_loop) / float(second_loop) - 1) < 0.05  # the second machine's loops are close
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in (measured, predicted, other_measured, other_predicted, apart, first_loop, second_loop):
             assert number in text, (language, number)
-    assert "four to five times" in prose(decoding, "en") and "四到五倍" in prose(decoding, "zh")
+    assert "three to five times" in prose(decoding, "en").replace("\n", " ") and "三到五倍" in prose(decoding, "zh")
 
 
 def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
@@ -282,15 +282,18 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     rows = {name: printed(rf"{name} +eager +([\d.]+) ms, compiled +([\d.]+) ms: +([\d.]+) ms less per step \(compiling took "
                           r"(\d+) s; greedy tokens equal: (\d+) of \5\)", outputs).groups() for name in ("float32", "q4")}
     eager_floor, compiled_floor = printed(r"(\d\.\d+) of its speed eager, (\d\.\d+) compiled", outputs).groups()
-    speed = printed(r"compiled, q4 decodes ([\d.]+)x as fast as float32", outputs)[1]
     llama = printed(r"q4 compiled takes ([\d.]+)x as long as llama.cpp", outputs)[1]
     q4_bytes = printed(r"q4 +measured +[\d.]+ ms, from its bytes +([\d.]+) ms", outputs)[1]
-    assert float(rows["q4"][2]) > float(rows["float32"][2])  # "17.2 ms less, where float32 saved 10.8"
+    other = printed(r"the second machine \(section 8\): float32 [\d.]+ → [\d.]+ ms compiled \(([\d.]+) less\), q4 [\d.]+ → "
+                    r"([\d.]+) ms compiled \(([\d.]+) less\); q4's products alone ([\d.]+) ms", outputs).groups()
+    assert float(rows["q4"][2]) > float(rows["float32"][2])  # on the first machine "q4 saved more than float32"
+    assert other[0] == other[2]  # on the second "both saved the same"
     assert round(float(rows["q4"][1]) / float(q4_bytes)) == 4  # "about four times the 5.4 ms its bytes would take"
     assert 0.4 < 1 / float(llama) < 0.6  # "llama.cpp still needs about half that time"
     for language in ("en", "zh"):
         text = prose(decoding, language)
-        for number in (*rows["float32"][:4], *rows["q4"][:4], rows["q4"][4], eager_floor, compiled_floor, speed, llama, q4_bytes):
+        for number in (rows["float32"][2], rows["float32"][3], rows["q4"][1], rows["q4"][2], rows["q4"][3], rows["q4"][4],
+                       eager_floor, compiled_floor, q4_bytes, *other):
             assert number in text, (language, number)
 
 
@@ -304,7 +307,7 @@ def test_lesson14_weights_left_as_the_second_machine_measured_it(decoding):
         text = prose(decoding, language)
         for number in (*step.values(), ratio):
             assert number in text, (language, number)
-    assert 1.8 < float(ratio) < 2.2  # the summary's "about twice as fast"
+    assert 1.8 < float(ratio) < 2.2  # the summary's ratio, near twice
 
 
 def test_lesson14_section6_readings_of_the_saved_rows(decoding):
@@ -319,8 +322,8 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     pairs = re.findall(r"(\w+) (\d+)% / (\d+)%", printed(r"free-running agreement, first machine / second: [^\n]*", outputs)[0])
     gains = [int(b) - int(a) for _, a, b in pairs]
     assert len(pairs) == 3 and min(gains) == 4 and max(gains) == 10  # "4 to 10 points more"
-    for machine, most in (("first machine", 0.2), ("second", 0.3)):  # "no more than 0.2% ... and 0.3%", same sign on both
-        line = printed(rf"perplexity, {machine}: [^\n]*", outputs)[0]
+    for machine, most in (("first machine", 0.2), ("second", 0.3)):  # "no more than 0.2% ... and about 0.3%", same sign on both
+        line = printed(rf"perplexity on 439 tokens, {machine}: [^\n]*", outputs)[0]
         changes = {name: float(change) for name, change in re.findall(r"(\w+) ([+-][\d.]+)%", line)}
         assert len(changes) == 3 and max(abs(c) for c in changes.values()) <= most, machine
         signs = changes if machine == "first machine" else signs
@@ -342,7 +345,7 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     reads = [_number(r"; bandwidth roof ([\d.]+) GB/s", outputs[at:]) for at in (0, outputs.index("with bfloat16 instructions:\n"))]
     for language in ("en", "zh"):
         text = prose(decoding, language)
-        for number in (f"{share:.0f}%", f"{floor_share:.0f}%", "4.7", *logit.values(), f"{reads[1] / reads[0]:.2f}",
+        for number in (f"{share:.0f}%", f"{floor_share:.0f}%", "4.7", *logit.values(), "439", f"{reads[0]:.1f}", f"{reads[1]:.1f}",
                        *(floor[b] for b in (2, 4, 8)), *kernel):
             assert number in text, (language, number)
 
@@ -356,19 +359,40 @@ def test_lesson14_the_one_row_kernel_leaves_a_thread_idle_as_the_stored_live_lin
     assert abs(linear[1] / linear[0] - 1) < 0.15  # "about as long with one thread as with two"
     assert left[1] < 0.8 * left[0]  # "weights-left's used both"
     assert left[0] < linear[0]  # "on one thread weights-left was still the faster"
-    assert "leaves the second thread idle" in prose(decoding, "en") and "让第二个线程闲着" in prose(decoding, "zh")
+    assert "the same two losses as the bench's" in prose(decoding, "en") and "两次吃亏一样" in prose(decoding, "zh")
+
+
+def test_lesson14_the_bench_thread_lines_as_the_text_reads_them(decoding):
+    """Section 6 reads the second machine's thread lines: nn.Linear's one-row floor as long on one thread as on two, its
+    share of one thread's sum, weights-left's share and its use of the second thread, and the sum's two readings."""
+    outputs = stored_text(decoding)
+    linear = printed(r"  matmul floor: +([\d.]+) / ([\d.]+) ms, ([\d.]+) / [\d.]+ GB/s, (\d+)% / \d+% of the sum", outputs).groups()
+    left = printed(r"  matmul floor weights-left: +([\d.]+) / ([\d.]+) ms, ([\d.]+) / [\d.]+ GB/s, (\d+)% / \d+% of the sum",
+                   outputs).groups()
+    sums = printed(r"a sum over 256 MiB \(the bandwidth roof\): ([\d.]+) / ([\d.]+) GB/s", outputs).groups()
+    assert linear[0] == linear[1]  # "45.1 ms on one thread and on two"
+    assert float(left[1]) < 0.8 * float(left[0]) and int(left[3]) > int(linear[3])  # the second thread used; a faster read
+    roof = _number(r"with bfloat16 instructions:\n  compute roofs: [^\n]*; bandwidth roof ([\d.]+) GB/s", outputs)
+    assert float(sums[1]) > 1.3 * roof  # "against 35.2 at the start of the same run": the bandwidth moved
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        for number in (linear[0], linear[2], f"{linear[3]}%", left[2], f"{left[3]}%", left[0], left[1], *sums, f"{roof:.1f}"):
+            assert number in text, (language, number)
 
 
 def test_lesson14_batch_checks_and_bfloat16_behind_float32(decoding):
     outputs = stored_text(decoding)
-    assert "largest logit difference below 1e-4: True" in outputs
+    assert "largest logit difference above 0 and below 1e-4: True" in outputs  # "not bit-identical", "below 1e-4"
+    floors = printed(r"the second machine, batch 1 → 2: matmul floor ([\d.]+) → ([\d.]+) ms, the same products weights-left "
+                     r"([\d.]+) → ([\d.]+) ms", outputs).groups()
+    assert float(floors[1]) > 1.7 * float(floors[0]) and float(floors[3]) < 1.05 * float(floors[2])  # nn.Linear jumps, weights-left not
     behind = printed(r"bfloat16 step takes longer than the float32 one: \[([\d, ]*)\]", outputs)[1]
     assert behind.strip(), "the text says the line names batches at which bfloat16 is slower: it names none"
     assert _number(r"T = 4,096: cache\s+[\d,]+ MB, ([\d.]+)x", outputs) > 3  # "several times more cache than weights"
     ridge = _number(r"ridge at (\d+) FLOPs per byte", outputs)
     assert 100 < ridge < 1000  # "batches in the hundreds"
     bandwidth = _number(r"bandwidth: ([\d.]+) GB/s; matmul", outputs)
-    assert 3350 / bandwidth > 100  # "over a hundred times the bench CPU's"
+    assert 3350 / bandwidth > 100  # "over a hundred times what two threads of the first machine read"
 
 
 def test_lesson14_ratios_the_text_explains(decoding):
@@ -382,12 +406,14 @@ def test_lesson14_ratios_the_text_explains(decoding):
     assert int8 < bfloat16 and int8 > float32 / 4  # "fewer bytes than bfloat16", "not a quarter of float32's"
 
 
-def test_lesson14_the_file_is_about_a_sixth_and_int8_misses_its_prediction(decoding):
+def test_lesson14_the_file_is_under_a_fifth_and_int8_misses_its_prediction(decoding):
     outputs = stored_text(decoding)
-    assert 5 < _number(r"the file \d+ MB, 1/([\d.]+) of float32.s", outputs) < 6.5  # "about a sixth"
+    share = printed(r"the file \d+ MB, 1/([\d.]+) of float32.s", outputs)[1]
+    assert 5 < float(share) < 6  # "under a fifth"
     predicted, measured = printed(r"≈ ([\d.]+) ms; the bench measured ([\d.]+) ms", outputs).groups()
     assert float(measured) > 1.1 * float(predicted)  # exercise 1 (c): "the bench measured more than that" (beyond noise)
-    assert "about a sixth" in prose(decoding, "en") and "六分之一" in prose(decoding, "zh")
+    assert "under a fifth" in prose(decoding, "en") and "不到 float32 的五分之一" in prose(decoding, "zh")
+    assert f"1/{share}" in prose(decoding, "en") and f"1/{share}" in prose(decoding, "zh")
 
 
 def test_lesson14_int8_weight_rounding_against_bfloat16_arithmetic(decoding):
@@ -434,16 +460,23 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
     only what they show: fewer bytes gained more, the formats in the order of their bytes, the roofs reversed."""
     outputs = stored_text(decoding)
     table = outputs[outputs.index("second ÷ first"):]
-    def row(name: str) -> tuple[str, str, str]:
-        return printed(rf"\n{name}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)×", table).groups()
+    def row(name: str) -> tuple[str, str, str]:  # first, second (its quartiles skipped), second ÷ first
+        return printed(rf"\n{name}\s+([\d.]+)\s+([\d.]+)(?: \([\d.]+–[\d.]+\))?\s+([\d.]+)×", table).groups()
+
+    def quartiles(name: str) -> tuple[float, float]:
+        return tuple(float(q) for q in printed(rf"\n{name}\s+[\d.]+\s+[\d.]+ \(([\d.]+)–([\d.]+)\)", table).groups())
     steps = {name: row(f"{name}, decode step") for name in ("float32", "bfloat16", "int8", "q4", "q4 compiled", "matmul floor")}
     batch8 = {name: row(f"{name}, decode step, batch 8") for name in ("float32", "bfloat16")}
     prefill = row("bfloat16, prefill")
     second = {name: float(step[1]) for name, step in steps.items()}
     assert second["float32"] > second["bfloat16"] > second["int8"] > second["q4"]  # "line up by their bytes"
-    assert second["q4"] < second["float32"] / 3  # "under a third of float32's time"
+    spreads = [quartiles(f"{name}, decode step") for name in ("q4", "int8", "bfloat16", "float32")]
+    assert all(low[1] < high[0] for low, high in zip(spreads, spreads[1:]))  # "none inside another's quartiles"
+    int8_8, bfloat16_8 = (quartiles(f"{name}, decode step, batch 8") for name in ("int8", "bfloat16"))
+    assert int8_8[0] < bfloat16_8[1] and bfloat16_8[0] < int8_8[1]  # batch 8: "even ... with overlapping quartiles"
+    q4_share = f"{second['q4'] / second['float32']:.2f}"  # "q4 took 0.30 of float32's time for 0.23 of its bytes"
     assert max(float(steps[n][2]) for n in ("bfloat16", "int8", "q4")) < min(float(steps[n][2]) for n in ("float32", "matmul floor"))
-    assert float(steps["matmul floor"][2]) > 0.95  # "alone (the floor) hardly got faster"
+    assert float(steps["matmul floor"][2]) > 0.95  # "alone (the floor) did not get faster"
     roofs = [printed(r"compute roofs: float32 (\d+), bfloat16 (\d+)", outputs[at:]).groups()
              for at in (0, outputs.index("with bfloat16 instructions:\n"))]
     assert float(roofs[0][1]) < float(roofs[0][0]) and float(roofs[1][1]) > 2 * float(roofs[1][0])
@@ -460,8 +493,8 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
                ("float32", "bfloat16", "int8", "q4")), f"{reads[1]:.1f}", f"{reads[0]:.1f}", *kernel, *ratios[0][:1],
                *ratios[1][:2], ratios[0][1], *roofs[1], *roofs[0], *prefill[:2][::-1], ratios[1][2], ratios[0][2],
                *(printed(rf"\n{name}, decode step\s+-\s+([\d.]+)", table)[1] for name in (
-                   "float32 weights-left", "float32 weights-left compiled", "matmul floor weights-left", "matmul floor q4")),
-               row("q4 compiled, decode step")[1]]
+                   "float32 weights-left", "matmul floor weights-left", "matmul floor q4")),
+               row("q4 compiled, decode step")[1], q4_share, *(row(f"{n}, decode step, batch 8")[1] for n in ("int8", "bfloat16"))]
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in numbers:

@@ -138,11 +138,12 @@ def check_int8_miss(reason: object) -> None:
         return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：'a'、'b' 或 'c'。")
     if picked == "kernel":
         return feedback(True, "torch's int8 kernel keeps only the weights in int8: for every weight it reads it widens the "
-                        "byte to a float, scales it and multiplies-adds it with a bfloat16 input. On the bench's AVX2 CPU "
-                        "that work takes longer than reading the byte, so the step waits for arithmetic, not for memory.",
+                        "byte to a float, scales it and multiplies-adds it with a bfloat16 input. On the first machine (AVX2) "
+                        "that work most likely takes longer than reading the byte: the kernel alone read its bytes at about a "
+                        "third of the bandwidth roof (section 6).",
                         "torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，"
-                        "再和 bfloat16 的输入做乘加。在做基准测试的那颗 AVX2 CPU 上，这份工作比读这个字节还慢，"
-                        "所以这一步等的是运算，而不是内存。")
+                        "再和 bfloat16 的输入做乘加。在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢："
+                        "单独计时时，这个内核读字节的速度只有带宽屋顶的三分之一左右（第 6 节）。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
@@ -165,16 +166,16 @@ def check_outside(outside_ms: object) -> None:
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is not the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
-                        "read at one rate and pay one fixed cost. Neither holds: each format's products read at their own rate "
-                        "(the kernel lines of section 6), and bfloat16's step spends more outside its products: on the second "
-                        f"machine, whose two timing loops agreed, {second['bfloat16']:.1f} ms against float32's {second['float32']:.1f} "
-                        "(each step minus its one-row products). So B and t0 fit these two rows; they are not the memory's speed "
-                        "and a step's true overhead.",
+                        "read at one rate and pay one fixed cost. The first does not hold: each format's products read at their own "
+                        "rate (the kernel lines of section 6). The second is not settled: on the second machine each step minus "
+                        f"its one-row products leaves bfloat16 {second['bfloat16']:.1f} ms and float32 {second['float32']:.1f} "
+                        "(a step and a product timed in two loops of one run). So B and t0 fit these two rows; they are not the "
+                        "memory's speed and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也不是基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
-                        "付同一份固定开销，这两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行），"
-                        "而 bfloat16 的一步花在矩阵乘法之外的时间更多：在两个计时循环结果一致的第二台机器上，bfloat16 是 "
-                        f"{second['bfloat16']:.1f} 毫秒，float32 是 {second['float32']:.1f} 毫秒（各自的一步减去只乘一个向量的矩阵乘法）。"
+                        "付同一份固定开销。第一点不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）。"
+                        "第二点也说不准：在第二台机器上，用各自的一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 "
+                        f"{second['bfloat16']:.1f} 毫秒，float32 剩下 {second['float32']:.1f} 毫秒（一步和乘法是在同一次运行的两个循环里分别计时的）。"
                         "所以 B 和 t0 只是恰好穿过这两行的数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
@@ -185,32 +186,32 @@ def check_outside(outside_ms: object) -> None:
 
 @checker
 def check_ridge_batch(answer: object) -> None:
-    """Exercise 2: the batch at which a float32 decode step's weights reach the bench's ridge (the cache left out)."""
+    """Exercise 2: the batch b at which a float32 decode step's weights reach the bench's ridge (the cache left out)."""
     if missing(answer):
         return
     found = as_real_number(answer)
     if found is None:
         return feedback(False, "Give a batch size.", "请给出一个批大小。")
     ridge, floor = saved_ridge(), saved_floor_ms()
-    expected = FLOAT32 * ridge / 2  # 2 FLOPs per token per 4-byte weight: B / 2 FLOPs per byte
+    expected = FLOAT32 * ridge / 2  # 2 FLOPs per token per 4-byte weight: b / 2 FLOPs per byte
     if _close(found, expected, 0.05) or round(found) == round(expected):
-        return feedback(True, f"A float32 step does 2B / {FLOAT32} = B / 2 FLOPs per byte, so it reaches the ridge, {ridge:.1f}, at "
-                        f"B ≈ {expected:.1f}. The floor column does not turn there: {floor[8]:.1f} ms at batch 8, {floor[16]:.1f} at "
+        return feedback(True, f"A float32 step does 2b / {FLOAT32} = b / 2 FLOPs per byte, so it reaches the ridge, {ridge:.1f}, at "
+                        f"b ≈ {expected:.1f}. The floor column does not turn there: {floor[8]:.1f} ms at batch 8, {floor[16]:.1f} at "
                         f"16, {floor[16] / floor[8]:.2f} times for twice the rows. On paper past the ridge, these products are "
                         "still not bound by arithmetic: the roof was measured with a large matmul, and the few-row kernels run "
                         "far below it (exercise 3 shows the same for one row).",
-                        f"float32 一步解码每字节做 2B / {FLOAT32} = B / 2 次浮点运算，所以在 B ≈ {expected:.1f} 时到达脊点 {ridge:.1f}。"
+                        f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}。"
                         f"矩阵乘法下限那一列在这里并没有拐弯：批大小 8 时 {floor[8]:.1f} 毫秒，16 时 {floor[16]:.1f} 毫秒，行数翻倍，"
                         f"耗时只是原来的 {floor[16] / floor[8]:.2f} 倍。纸面上已经过了脊点，这些乘法却还没有受运算限制：屋顶是用一次大矩阵"
                         "乘法测的，而只乘几行的内核远远达不到它（练习 3 会看到只乘一行时也是这样）。")
     if _close(found, ridge, 0.05):
-        return feedback(False, f"{ridge:.1f} is the ridge itself, in FLOPs per byte; find the B whose B / 2 FLOPs per byte equal it.",
-                        f"{ridge:.1f} 是脊点本身（每字节的浮点运算次数）；要求的是使 B / 2 等于它的 B。")
+        return feedback(False, f"{ridge:.1f} is the ridge itself, in FLOPs per byte; find the b whose b / 2 FLOPs per byte equal it.",
+                        f"{ridge:.1f} 是脊点本身（每字节的浮点运算次数）；要求的是使 b / 2 等于它的 b。")
     if _close(found, ridge / 2, 0.05) or _close(found, ridge * FLOAT32, 0.05):
-        return feedback(False, "A float32 step does 2 FLOPs per 4-byte weight per token: B / 2 FLOPs per byte, so B = 2 × ridge.",
-                        "float32 的一步解码，每个 4 字节的权重对每个词元做 2 次浮点运算：每字节 B / 2 次，所以 B = 2 × 脊点。")
-    feedback(False, "Set B / 2 (a float32 step's FLOPs per byte at batch B) equal to the ridge printed above.",
-             "令 B / 2（批大小为 B 时 float32 一步解码每字节的浮点运算次数）等于上面打印的脊点。")
+        return feedback(False, "A float32 step does 2 FLOPs per 4-byte weight per token: b / 2 FLOPs per byte, so b = 2 × ridge.",
+                        "float32 的一步解码，每个 4 字节的权重对每个词元做 2 次浮点运算：每字节 b / 2 次，所以 b = 2 × 脊点。")
+    feedback(False, "Set b / 2 (a float32 step's FLOPs per byte at batch b) equal to the ridge printed above.",
+             "令 b / 2（批大小为 b 时 float32 一步解码每字节的浮点运算次数）等于上面打印的脊点。")
 
 
 @checker

@@ -174,7 +174,7 @@ def model_format_table(results: dict, language: str = "en") -> str:
         q = results["quality"][fmt] if fmt in FORMATS or fmt in results["quality"] else None
         shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
         rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
-                     f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}×",
+                     f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}{' 倍' if language == 'zh' else '×'}",
                      *([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
                         f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)])
     return table(headers, rows)
@@ -223,24 +223,35 @@ def second_run(results: dict) -> dict:
 
 @reads("SAVED_MODEL", "timings", "format")
 def model_machines_table(first: dict, second: dict, language: str = "en") -> str:
-    """The same steps on the two saved machines (ms), and how long the second takes against the first; '-' if not measured."""
-    def ms(results: dict, fmt: str, batch: int, phase: str) -> float | None:
-        found = [r["ms"] for r in results["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, phase)]
+    """The same steps on the two saved machines (ms), and how long the second takes against the first; '-' if not measured.
+
+    A run that saved each row's quartiles (the middle half of its rounds) shows them beside the median."""
+    def row(results: dict, fmt: str, batch: int, phase: str) -> dict | None:
+        found = [r for r in results["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, phase)]
         return found[0] if found else None
+
+    def shown_ms(found: dict | None) -> str:
+        if found is None:
+            return "-"
+        spread = found.get("quartiles_ms")
+        return f"{found['ms']:.1f}" + (f" ({spread[0]:.1f}–{spread[1]:.1f})" if spread else "")
 
     second = second_run(second)
     zh = language == "zh"
     phases = {"decode": "一步解码" if zh else "decode step", "prefill": "预填充" if zh else "prefill"}
     headers = ["步骤" if zh else "step", *(f"{machine_name(r, language)}（毫秒）" if zh else f"{machine_name(r)} (ms)"
                                            for r in (first, second)), "后者耗时是前者的" if zh else "second ÷ first"]
+    if any("quartiles_ms" in r for run in (first, second) for r in run["timings"]):
+        headers[0] += "（中位数，括号里是四分位数）" if zh else " (median, quartiles in brackets)"
     rows = []
     for phase, batch, names in MACHINE_ROWS:
         for fmt in names:
-            a, b = ms(first, fmt, batch, phase), ms(second, fmt, batch, phase)
-            if a is None and b is None:
+            found = row(first, fmt, batch, phase), row(second, fmt, batch, phase)
+            if found == (None, None):
                 continue
+            a, b = (None if r is None else r["ms"] for r in found)
             parts = [SHOWN_ZH.get(fmt, fmt) if zh else fmt, phases[phase]] + (
                 [f"批大小 {batch}" if zh else f"batch {batch}"] if batch != 1 else [])
-            rows.append([("，" if zh else ", ").join(parts), "-" if a is None else f"{a:.1f}", "-" if b is None else f"{b:.1f}",
+            rows.append([("，" if zh else ", ").join(parts), *(shown_ms(r) for r in found),
                          "-" if None in (a, b) else f"{b / a:.2f}{' 倍' if zh else '×'}"])
     return table(headers, rows)
