@@ -201,7 +201,7 @@ def test_left_lines_read_the_weights_left_rows_against_nn_linear_the_roof_and_q4
     en, zh = model_report.left_lines(saved), model_report.left_lines(saved, "zh")
     # by hand: 18 / 20 = 0.90 of its floor; q4 compiled against the compiled float32 step: 20 / 12 = 1.67×
     assert en[2].startswith("✅ float32 weights-left compiled: 20.0 ms, 0.90 of its own matmul floor")
-    assert "q4 compiled against float32 weights-left compiled: 1.67×" in en[3] and "float32（权重在左，编译）" in zh[3]
+    assert "q4 compiled against float32 weights-left compiled: 1.67×" in en[3] and "float32（权重在左，编译后）" in zh[3]
     saved["timings"].append({"format": "transformers float32", "batch": 1, "phase": "decode", "ms": 21.0})
     en, zh = model_report.left_lines(saved), model_report.left_lines(saved, "zh")
     # by hand: 21 / 20 = 1.05× transformers' speed, under the 1.1× target

@@ -61,7 +61,7 @@ def test_right_answers_in_every_form(form):
     (lesson14.check_ridge_batch, 3.0, "Set b / 2"),
     (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
-    (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "same size"),
+    (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "Subtract each step"),
     (lesson14.check_int8_miss, "d", "one letter"),
 ])
 def test_mistakes_get_their_hint(check, wrong, hint):
@@ -71,6 +71,17 @@ def test_mistakes_get_their_hint(check, wrong, hint):
 
 def test_the_int8_miss_has_one_right_letter():
     assert "Correct" in verdict(lesson14.check_int8_miss, " b ")
+
+
+def test_the_rival_reason_reads_each_step_minus_its_one_row_products():
+    """Exercise 1c's option c is ruled out by subtraction: int8 and bfloat16 leave about the same time outside their
+    one-row products (by hand from the JSON: step minus the kernel line)."""
+    kernel = _SAVED["int8_kernel"]
+    int8_out, bfloat16_out = T8 - kernel["int8_kernel_ms"], T16 - kernel["bfloat16_linear_ms"]
+    assert abs(int8_out - bfloat16_out) < 0.1 * bfloat16_out  # "about the same"
+    for answer, word in ((" b ", "does not hold"), ("c", "Not yet")):
+        out = verdict(lesson14.check_int8_miss, answer)
+        assert word in out and f"int8 剩下 {int8_out:.1f} 毫秒" in out and f"bfloat16 剩下 {bfloat16_out:.1f} 毫秒" in out
 
 
 def test_the_one_row_products_did_not_follow_bfloat16s_roof():

@@ -11,7 +11,7 @@ from . import as_real_number, checker, feedback, missing
 
 # Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
 SAVED_ROWS = ("float32", "bfloat16", "int8")
-CHOICES = {"a": "embedding", "b": "kernel", "c": "cache"}  # exercise 1c: why int8 misses its prediction; b is right
+CHOICES = {"a": "embedding", "b": "kernel", "c": "outside"}  # exercise 1c: why int8 misses its prediction; b is right
 # Exercise 2: float32 weights, 2 FLOPs per weight per token (one multiply, one add).
 FLOAT32 = 4  # bytes a weight
 
@@ -52,6 +52,13 @@ def outside_products_ms(run: dict) -> dict[str, float]:
     """Each format's step minus its one-row products alone (float32: the matmul floor; bfloat16: its F.linear)."""
     products = {"float32": _step_ms(run, "matmul floor"), "bfloat16": run["int8_kernel"]["bfloat16_linear_ms"]}
     return {name: _step_ms(run, name) - ms for name, ms in products.items()}
+
+
+def int8_and_bfloat16_outside_ms(run: dict) -> tuple[float, float]:
+    """int8's and bfloat16's batch-1 steps minus their one-row products timed alone (the int8 kernel also quantizes the
+    table, which the int8 model keeps in bfloat16)."""
+    kernel = run["int8_kernel"]
+    return _step_ms(run, "int8") - kernel["int8_kernel_ms"], _step_ms(run, "bfloat16") - kernel["bfloat16_linear_ms"]
 
 
 def saved_bfloat16_roofs() -> tuple[float, float, float, float]:
@@ -135,21 +142,30 @@ def check_int8_miss(reason: object) -> None:
         return
     picked = CHOICES.get(reason.strip().lower()) if isinstance(reason, str) else None
     if picked is None:
-        return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：'a'、'b' 或 'c'。")
+        return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：“a”“b”或“c”。")
     if picked == "kernel":
+        first = _runs()[0]
+        int8_out, bfloat16_out = int8_and_bfloat16_outside_ms(first)
         return feedback(True, "torch's int8 kernel keeps only the weights in int8: for every weight it reads it widens the "
                         "byte to a float, scales it and multiplies-adds it with a bfloat16 input. On the first machine (AVX2) "
                         "that work most likely takes longer than reading the byte: the kernel alone read its bytes at about a "
-                        "third of the bandwidth roof (section 6).",
+                        f"third of the bandwidth roof (section 6). The rival, c, does not hold: each step minus its one-row "
+                        f"products leaves int8 {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f} (section 6's kernel lines, "
+                        "another loop), about the same.",
                         "torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，"
                         "再和 bfloat16 的输入做乘加。在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢："
-                        "单独计时时，这个内核读字节的速度只有带宽屋顶的三分之一左右（第 6 节）。")
+                        "单独计时时，这个内核读字节的速度只有带宽屋顶的三分之一左右（第 6 节）。另一种解释 c 站不住："
+                        f"用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒"
+                        "（第 6 节单独给内核计时的几行，另一个循环），差不多。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
                         f"{w8:.0f} MB 里已经算上了 bfloat16 的嵌入表：预测用的正是 int8 实际读取的字节数。")
-    feedback(False, "int8 computes in bfloat16 like the bfloat16 row: its cache is the same size, and it is small at T = 128.",
-             "int8 和 bfloat16 一样用 bfloat16 计算：缓存一样大，而且在 T = 128 时很小。")
+    int8_out, bfloat16_out = int8_and_bfloat16_outside_ms(_runs()[0])
+    feedback(False, f"Subtract each step's one-row products (section 6's kernel lines) from the step: int8 leaves {int8_out:.1f} ms "
+             f"outside them, bfloat16 {bfloat16_out:.1f}. About the same, so the difference is in the products.",
+             f"用每一步减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行）：int8 剩下 {int8_out:.1f} 毫秒，"
+             f"bfloat16 剩下 {bfloat16_out:.1f} 毫秒。两者差不多，所以差别在矩阵乘法里。")
 
 
 @checker
@@ -165,14 +181,14 @@ def check_outside(outside_ms: object) -> None:
     second = outside_products_ms(_runs()[1])
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
-                        f"B ≈ {bandwidth:.1f} GB/s is not the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
+                        f"B ≈ {bandwidth:.1f} GB/s is well below the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
                         "read at one rate and pay one fixed cost. The first does not hold: each format's products read at their own "
                         "rate (the kernel lines of section 6). The second is not settled: on the second machine each step minus "
                         f"its one-row products leaves bfloat16 {second['bfloat16']:.1f} ms and float32 {second['float32']:.1f} "
                         "(a step and a product timed in two loops of one run). So B and t0 fit these two rows; they are not the "
                         "memory's speed and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
-                        f"B ≈ {bandwidth:.1f} GB/s 也不是基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
+                        f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销。第一点不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）。"
                         "第二点也说不准：在第二台机器上，用各自的一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 "
                         f"{second['bfloat16']:.1f} 毫秒，float32 剩下 {second['float32']:.1f} 毫秒（一步和乘法是在同一次运行的两个循环里分别计时的）。"

@@ -129,9 +129,9 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
                 f"每字节 {point['intensity']:.2f} 次浮点运算；")
     if read >= share:  # the bandwidth roof is the lower one at this intensity
         return head + text(f"{read:.0%} of the bandwidth roof, the lower roof here",
-                           f"达到带宽屋顶（这里较低的那道屋顶）的 {read:.0%}")
+                           f"达到带宽屋顶（在这个算术强度上较低的那道）的 {read:.0%}")
     return head + text(f"{share:.0%} of {roof_en}, the lower roof here ({read:.0%} of the bandwidth roof)",
-                       f"达到 {roof_zh}（这里较低的那道屋顶）的 {share:.0%}（按带宽屋顶算是 {read:.0%}）")
+                       f"达到 {roof_zh}（在这个算术强度上较低的那道）的 {share:.0%}（按带宽屋顶算是 {read:.0%}）")
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")

@@ -44,8 +44,8 @@ def model_decode_lines(results: dict, language: str = "en", length: int = 128) -
 
 # Lesson 14: the same --model run's formats, batches and roofs (rows named by format, batch and phase).
 FORMATS = ("float32", "bfloat16", "int8")
-SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译）", "q4 compiled": "q4（编译）",
-            "float32 weights-left": "float32（权重在左）", "float32 weights-left compiled": "float32（权重在左，编译）",
+SHOWN_ZH = {"matmul floor": "矩阵乘法下限", "float32 compiled": "float32（编译后）", "q4 compiled": "q4（编译后）",
+            "float32 weights-left": "float32（权重在左）", "float32 weights-left compiled": "float32（权重在左，编译后）",
             "matmul floor weights-left": "矩阵乘法下限（权重在左）", "matmul floor q4": "矩阵乘法下限（q4）"}  # how the Chinese tables name a row
 ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_point reads from a timing row
 TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed

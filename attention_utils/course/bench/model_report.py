@@ -206,7 +206,7 @@ def compiled_lines(results: dict) -> tuple[list[str], list[str]]:
         which = "float32 compiled" if "float32 compiled" in ms else "float32"
         mark = "✅" if base / q4 >= Q4_TARGETS["float32"] else "❌"
         en.append(f"{mark} q4 compiled: {q4:.1f} ms, {base / q4:.2f}× as fast as {which} (target ≥ 3×)")
-        zh.append(f"{mark} q4 编译后：{q4:.1f} 毫秒，速度是 {which.replace(' compiled', '（编译）')} 的 {base / q4:.2f} 倍（目标 ≥ 3）")
+        zh.append(f"{mark} q4 编译后：{q4:.1f} 毫秒，速度是 {which.replace(' compiled', '（编译后）')} 的 {base / q4:.2f} 倍（目标 ≥ 3）")
         if "llama.cpp" in ms:
             mark = "✅" if q4 / ms["llama.cpp"] <= Q4_TARGETS["llama.cpp"] else "❌"
             en.append(f"{mark} q4 compiled takes {q4 / ms['llama.cpp']:.2f}× as long as llama.cpp (target ≤ 1.5×)")
@@ -251,7 +251,7 @@ def left_lines(results: dict, language: str = "en") -> list[str]:
     if q4 is not None:  # read against the faster float32 step
         mark = "✅" if ms[base] / q4 >= Q4_TARGETS["float32"] else "❌"
         en.append(f"{mark} {q4_name} against {base}: {ms[base] / q4:.2f}× as fast (target ≥ 3×)")
-        q4_zh = SHOWN_ZH.get(q4_name, q4_name + " ")  # "q4（编译）" closes with a full-width bracket; plain "q4" needs a space
+        q4_zh = SHOWN_ZH.get(q4_name, q4_name + " ")  # "q4（编译后）" closes with a full-width bracket; plain "q4" needs a space
         zh.append(f"{mark} {q4_zh}与 {SHOWN_ZH[base]}相比：速度是它的 {ms[base] / q4:.2f} 倍（目标 ≥ 3）")
     return zh if language == "zh" else en
 
