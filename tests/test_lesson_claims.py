@@ -234,9 +234,9 @@ def test_lesson14_decode_and_prefill_either_side_of_the_bench_ridge(decoding):
 
 
 def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(decoding):
-    """Section 4: the step grows more than the cache's bytes predict on both machines, yet under a tenth of the step; per
-    cached token the second machine grows about linearly at more than three times its bytes' time, the first does not
-    lie on a line; the same step in another loop of the run differs by more; the second machine's two loops are close."""
+    """Section 4: the step grows more than the cache's bytes predict on both machines, per cached token over the whole
+    span more than three times its bytes' time, yet under a tenth of the step; the same step in another loop of the run
+    differs by more; the second machine's two loops are close."""
     outputs = stored_text(decoding)
     prefill, step, read = printed(r"prefill takes ([\d.]+)x as long, the decode step ([\d.]+)x, and the step reads ([\d.]+)x",
                                   outputs).groups()
@@ -249,13 +249,11 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
         r"step in its two loops: ([\d.]+) and ([\d.]+) ms", outputs).groups()
     for grew, bytes_say in ((measured, predicted), (other_measured, other_predicted)):
         assert float(grew) > 3 * float(bytes_say)  # "grew more than the cache's bytes predict"
-    first_growth, first_bytes, second_growth, second_bytes = printed(
-        r"growth per cached token, T = 32→128 and 128→512: first machine ([\d.]+ and [\d.]+) µs \(its bytes ([\d.]+) µs\); "
-        r"second machine ([\d.]+ and [\d.]+) µs \(its bytes ([\d.]+) µs\)", outputs).groups()
-    first_growth, second_growth = ([float(v) for v in g.split(" and ")] for g in (first_growth, second_growth))
-    assert first_growth[0] > 3 * first_growth[1]  # "not on one line"
-    assert abs(second_growth[0] / second_growth[1] - 1) < 0.1  # "about linearly"
-    assert all(3 < g / float(second_bytes) < 4 for g in second_growth)  # "more than three times what the token's bytes take"
+    growth = printed(r"growth per cached token, T = 32 to 512: first machine ([\d.]+) µs \(its bytes ([\d.]+) µs\); "
+                     r"second machine ([\d.]+) µs \(its bytes ([\d.]+) µs\)", outputs).groups()
+    first_growth, first_bytes, second_growth, second_bytes = growth
+    assert float(first_growth) == pytest.approx(1e3 * float(measured) / 480, abs=0.1)  # the measured +4.4 ms over 480 tokens
+    assert all(float(g) > 3 * float(b) for g, b in ((first_growth, first_bytes), (second_growth, second_bytes)))  # "more than three times"
     assert float(measured) < 0.1 * longest  # "under a tenth of the step at T = 512"
     apart = printed(r"another loop of this run \(section 3's table\): [\d.]+ ms, -([\d.]+) ms", outputs)[1]
     assert float(apart) > float(measured)  # "changed by more than the cache's whole effect"
@@ -263,7 +261,7 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in (measured, predicted, other_measured, other_predicted, apart, first_loop, second_loop, second_bytes,
-                       *(f"{g:.1f}" for g in (*first_growth, *second_growth))):
+                       *growth):
             assert number in text, (language, number)
     assert "more than three times" in prose(decoding, "en").replace("\n", " ") and "三倍多" in prose(decoding, "zh")
 
@@ -276,12 +274,12 @@ def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
     q4, q4_bytes, q4_ratio = printed(r"q4       measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)", outputs).groups()
     speed = printed(r"q4 decodes ([\d.]+)x as fast as float32", outputs)[1]
     llama, slower = printed(r"llama.cpp on the same file: ([\d.]+) ms per token; q4's step takes ([\d.]+)x as long", outputs).groups()
-    assert round(float(q4_ratio)) == 7 and round(float(float32_ratio)) == 3  # "about seven times", "three times"
+    assert round(float(q4_ratio)) == 7  # "about seven times" (the float32 ratio is quoted as printed, below)
     q4_mb = _number(r"; q4 (\d+) MB", outputs)
     assert q4_mb < 538 / 4  # "under a quarter of the bytes"
     for language in ("en", "zh"):
         text = prose(decoding, language)
-        for number in (q4, float32, speed, q4_bytes, llama, slower, f"{q4_mb:.0f} MB"):
+        for number in (q4, float32, speed, q4_bytes, llama, slower, f"{q4_mb:.0f} MB", float32_ratio):
             assert number in text, (language, number)
 
 
@@ -400,9 +398,11 @@ def test_lesson14_the_bench_thread_lines_as_the_text_reads_them(decoding):
 def test_lesson14_batch_checks_and_bfloat16_behind_float32(decoding):
     outputs = stored_text(decoding)
     assert "largest logit difference above 0 and below 1e-4: True" in outputs  # "not bit-identical", "below 1e-4"
-    floors = printed(r"the second machine, batch 1 → 2: matmul floor ([\d.]+) → ([\d.]+) ms, the same products weights-left "
-                     r"([\d.]+) → ([\d.]+) ms", outputs).groups()
-    assert float(floors[1]) > 1.7 * float(floors[0]) and float(floors[3]) < 1.05 * float(floors[2])  # nn.Linear jumps, weights-left not
+    linear, left = printed(r"the second machine at batch 2, the same products: matmul floor ([\d.]+) ms, weights-left ([\d.]+) ms",
+                           outputs).groups()
+    assert float(linear) > 3 * float(left)  # "two rows need not cost that much there"
+    for language in ("en", "zh"):
+        assert linear in prose(decoding, language) and left in prose(decoding, language)
     behind = printed(r"bfloat16 step takes longer than the float32 one: \[([\d, ]*)\]", outputs)[1]
     assert behind.strip(), "the text says the line names batches at which bfloat16 is slower: it names none"
     assert _number(r"T = 4,096: cache\s+[\d,]+ MB, ([\d.]+)x", outputs) > 3  # "several times more cache than weights"

@@ -146,15 +146,17 @@ def check_int8_miss(reason: object) -> None:
     if picked == "kernel":
         first = _runs()[0]
         int8_out, bfloat16_out = int8_and_bfloat16_outside_ms(first)
-        return feedback(True, "torch's int8 kernel keeps only the weights in int8: for every weight it reads it widens the "
-                        "byte to a float, scales it and multiplies-adds it with a bfloat16 input. On the first machine (AVX2) "
-                        "that work most likely takes longer than reading the byte: the kernel alone read its bytes at about a "
-                        f"third of the bandwidth roof (section 6). The rival, c, does not hold: each step minus its one-row "
-                        f"products leaves int8 {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f} (section 6's kernel lines, "
-                        "another loop), about the same.",
-                        "torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，"
-                        "再和 bfloat16 的输入做乘加。在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢："
-                        "单独计时时，这个内核读字节的速度只有带宽屋顶的三分之一左右（第 6 节）。另一种解释 c 站不住："
+        kernel, rate = first["int8_kernel"], fitted_line()[0]
+        read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
+        return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
+                        f"about half the line's {rate:.1f}. torch's int8 kernel keeps only the weights in int8: for every weight "
+                        "it reads it widens the byte to a float, scales it and multiplies-adds it with a bfloat16 input, and on "
+                        "the first machine (AVX2) that work most likely takes longer than reading the byte. The rival, option c, does "
+                        f"not hold: each step minus its one-row products leaves int8 {int8_out:.1f} ms and bfloat16 "
+                        f"{bfloat16_out:.1f} (section 6's kernel lines, another loop), about the same.",
+                        f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
+                        f"约为直线速率 {rate:.1f} 的一半。torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、"
+                        "乘上缩放系数，再和 bfloat16 的输入做乘加；在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢。另一种解释（选项 c）站不住："
                         f"用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒"
                         "（第 6 节单独给内核计时的几行，另一个循环），差不多。")
     if picked == "embedding":
@@ -178,21 +180,21 @@ def check_outside(outside_ms: object) -> None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
     expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
     roof = saved_bfloat16_roofs()[1]
-    second = outside_products_ms(_runs()[1])
+    first_out, second = outside_products_ms(_runs()[0]), outside_products_ms(_runs()[1])
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is well below the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
-                        "read at one rate and pay one fixed cost. The first does not hold: each format's products read at their own "
-                        "rate (the kernel lines of section 6). The second is not settled: on the second machine each step minus "
-                        f"its one-row products leaves bfloat16 {second['bfloat16']:.1f} ms and float32 {second['float32']:.1f} "
-                        "(a step and a product timed in two loops of one run). So B and t0 fit these two rows; they are not the "
-                        "memory's speed and a step's true overhead.",
+                        "read at one rate and pay one fixed cost. Neither holds on the first machine: each format's products read at their own rate "
+                        "(the kernel lines of section 6), and bfloat16's step leaves about "
+                        f"{first_out['bfloat16']:.1f} ms outside its one-row products against float32's {expected:.1f} (a step and "
+                        f"a product from two loops; on the second machine {second['bfloat16']:.1f} and {second['float32']:.1f}). "
+                        "So B and t0 fit these two rows; they are not the memory's speed and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
-                        "付同一份固定开销。第一点不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）。"
-                        "第二点也说不准：在第二台机器上，用各自的一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 "
-                        f"{second['bfloat16']:.1f} 毫秒，float32 剩下 {second['float32']:.1f} 毫秒（一步和乘法是在同一次运行的两个循环里分别计时的）。"
-                        "所以 B 和 t0 只是恰好穿过这两行的数，不是内存的速度，也不是一步真正的固定开销。")
+                        "付同一份固定开销。在第一台机器上两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
+                        f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下约 {first_out['bfloat16']:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
+                        f"（一步和乘法来自两个循环；第二台机器上是 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
+                        "所以 B 和 t0 只是一条恰好穿过这两行的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
                         "这是练习 1（a）直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")
@@ -272,12 +274,16 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"bfloat16 step (about 1 FLOP per byte) right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row "
              f"products. On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "
              f"as fast. The bench measured {first_ms / second_ms:.2f} times ({first_ms:.1f} to {second_ms:.1f} ms), and "
-             f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound: a one-row product does not run "
+             f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound (a bound from the roof read at that "
+             f"run's start; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
+             f"{first_ms / bounds[0]:.1f} times its bound, as the reading said; on the second, a one-row product does not run "
              "the way the large product that measured the roof does. A roof bounds one kernel; measure the kernel a point "
              "actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ 每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
              f"（每字节约 1 次）放在它右边，受运算限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
              f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只有 "
              f"{first_ms / second_ms:.2f} 倍（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），而 {second_ms:.1f} 毫秒是第二台机器"
-             f"下限的 {second_ms / bounds[1]:.1f} 倍：只有一行的乘法，跑法和测屋顶的那次大矩阵乘法不一样。一道屋顶只约束一个内核；"
+             f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行开头测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
+             f"{first_ms:.1f} 毫秒是它下限的 {first_ms / bounds[0]:.1f} 倍，和那种读法相符；到了第二台机器上，只有一行的乘法，"
+             "跑法和测屋顶的那次大矩阵乘法不一样。一道屋顶只约束一个内核；"
              "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")

@@ -1,4 +1,4 @@
-"""Lesson 14's figures: the roofline of the bench machine with its measured points, and the explorer that moves one.
+"""Lesson 14's figures: the roofline of a saved bench run with its measured points, and the explorer that moves one.
 
 A roofline (Williams et al. 2009) puts a run at (arithmetic intensity, FLOP/s achieved). No run can
 sit above the lower of two roofs: the bandwidth roof, intensity × bytes per second, and the compute
@@ -41,7 +41,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     ridge = roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
     xs = [0.05, ridge, 2000.0]
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
-            label=text("roofs measured on the bench machine", "基准测试机器上测得的屋顶"))
+            label=text("roofs measured in this bench run", "这次基准测试测得的屋顶"))
     for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
         if fmt in ("bfloat16", "int8"):
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof

@@ -234,12 +234,14 @@ def model_machines_table(first: dict, second: dict, language: str = "en") -> str
         if found is None:
             return "-"
         spread = found.get("quartiles_ms")
-        return f"{found['ms']:.1f}" + (f" ({spread[0]:.1f}–{spread[1]:.1f})" if spread else "")
+        if not spread:
+            return f"{found['ms']:.1f}"
+        return f"{found['ms']:.1f}（{spread[0]:.1f}–{spread[1]:.1f}）" if zh else f"{found['ms']:.1f} ({spread[0]:.1f}–{spread[1]:.1f})"
 
     second = second_run(second)
     zh = language == "zh"
     phases = {"decode": "一步解码" if zh else "decode step", "prefill": "预填充" if zh else "prefill"}
-    headers = ["步骤" if zh else "step", *(f"{machine_name(r, language)}（毫秒）" if zh else f"{machine_name(r)} (ms)"
+    headers = ["计时项目" if zh else "step", *(f"{machine_name(r, language)}（毫秒）" if zh else f"{machine_name(r)} (ms)"
                                            for r in (first, second)), "后者耗时是前者的" if zh else "second ÷ first"]
     if any("quartiles_ms" in r for run in (first, second) for r in run["timings"]):
         headers[0] += "（中位数，括号里是四分位数）" if zh else " (median, quartiles in brackets)"
