@@ -40,6 +40,8 @@ def _bound_ms(run: dict) -> float:
 
 
 ROOFLINE_GAIN = _bound_ms(_SAVED) / _bound_ms(_SECOND)  # exercise 3b
+INT8_OUTSIDE = T8 - _SAVED["int8_kernel"]["int8_kernel_ms"]  # exercise 1c by hand: each step minus its one-row products
+BFLOAT16_OUTSIDE = T16 - _SAVED["int8_kernel"]["bfloat16_linear_ms"]
 ONE_ROW_GAIN = _SAVED["int8_kernel"]["bfloat16_linear_ms"] / _SECOND["int8_kernel"]["bfloat16_linear_ms"]  # what was measured
 FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
          lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
@@ -52,6 +54,12 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_ridge_batch, form(RIDGE_BATCH))
     assert "Correct" in verdict(lesson14.check_outside, form(OUTSIDE_MS))
     assert "Correct" in verdict(lesson14.check_bfloat16_ridge, form(BF16_RIDGE), form(ROOFLINE_GAIN))
+    assert "Correct" in verdict(lesson14.check_int8_outside, form(INT8_OUTSIDE), form(BFLOAT16_OUTSIDE))
+
+
+def test_the_steps_themselves_get_the_subtraction_hint():
+    out = verdict(lesson14.check_int8_outside, T8, T16)  # the steps, not what is left outside their products
+    assert "Not yet" in out and "section 6's kernel lines" in out
 
 
 @pytest.mark.parametrize("check, wrong, hint", [
@@ -115,6 +123,8 @@ def test_fit_odd_answers_get_a_verdict_not_a_traceback(odd):
 
 @pytest.mark.parametrize("check", [lesson14.check_int8_prediction, lesson14.check_int8_miss, lesson14.check_ridge_batch,
                                    lesson14.check_outside, lambda v: lesson14.check_bfloat16_ridge(v, ROOFLINE_GAIN),
+                                   lambda v: lesson14.check_int8_outside(v, BFLOAT16_OUTSIDE),
+                                   lambda v: lesson14.check_int8_outside(INT8_OUTSIDE, v),
                                    lambda v: lesson14.check_bfloat16_ridge(BF16_RIDGE, v)])
 @pytest.mark.parametrize("odd", ["100", [1, 2], Awkward(), float("nan"), None])
 def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):

@@ -1,7 +1,7 @@
 """Checkers for lesson 14's exercises: the saved bench's line, the batch at float32's ridge, bfloat16's ridge.
 
-Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8 and compares the fit's fixed cost
-with the step outside its products; exercise 3 tests bfloat16's ridge against the second machine's one-row products.
+Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8, subtracts each step's one-row
+products and compares the fit's fixed cost with the step outside its products; exercise 3 tests bfloat16's ridge against the second machine's one-row products.
 """
 
 from __future__ import annotations
@@ -136,6 +136,30 @@ def check_int8_prediction(int8_ms: object) -> None:
 
 
 @checker
+def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
+    """Exercise 1c, first part: int8's and bfloat16's batch-1 steps minus their one-row products timed alone."""
+    if missing(int8_ms) or missing(bfloat16_ms):
+        return
+    found = as_real_number(int8_ms), as_real_number(bfloat16_ms)
+    if None in found:
+        return feedback(False, "Give two numbers of milliseconds: int8's first, then bfloat16's.",
+                        "请给出两个毫秒数：先写 int8 的，再写 bfloat16 的。")
+    expected = int8_and_bfloat16_outside_ms(_runs()[0])
+    if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
+        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about "
+                        "the same, so what makes int8's step slower than its bytes predict is in its products. Read it as a "
+                        "hint: the products were timed in a loop of their own, and the int8 kernel line also quantizes the "
+                        "table, which the int8 model keeps in bfloat16.",
+                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多；"
+                        "所以让 int8 比按字节数预测的慢的，是它的矩阵乘法。这只能当作线索：这些乘法是在单独的循环里计时的，"
+                        "而且 int8 内核那一行连嵌入表也量化了，int8 模型里的嵌入表却仍是 bfloat16。")
+    feedback(False, "Take each format's batch-1 step (section 3's table) minus its one-row products (section 6's kernel lines: "
+             "the int8 kernel, bfloat16 F.linear).",
+             "用每种格式批大小 1 的一步（第 3 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
+             "bfloat16 F.linear）。")
+
+
+@checker
 def check_int8_miss(reason: object) -> None:
     """Exercise 1c: the letter of the reason why int8's step is slower than its bytes predict."""
     if missing(reason):
@@ -152,13 +176,13 @@ def check_int8_miss(reason: object) -> None:
                         f"about half the line's {rate:.1f}. torch's int8 kernel keeps only the weights in int8: for every weight "
                         "it reads it widens the byte to a float, scales it and multiplies-adds it with a bfloat16 input, and on "
                         "the first machine (AVX2) that work most likely takes longer than reading the byte. The rival, option c, does "
-                        f"not hold: each step minus its one-row products leaves int8 {int8_out:.1f} ms and bfloat16 "
-                        f"{bfloat16_out:.1f} (section 6's kernel lines, another loop), about the same.",
+                        f"not hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f} "
+                        "(the products taken from section 6's kernel lines, timed in another loop than the steps), about the same.",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
                         f"约为直线速率 {rate:.1f} 的一半。torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、"
                         "乘上缩放系数，再和 bfloat16 的输入做乘加；在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢。另一种解释（选项 c）站不住："
                         f"用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒"
-                        "（第 6 节单独给内核计时的几行，另一个循环），差不多。")
+                        "（乘法取自第 6 节单独给内核计时的几行，与一步解码不在同一个循环里），差不多。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
@@ -187,14 +211,16 @@ def check_outside(outside_ms: object) -> None:
                         "read at one rate and pay one fixed cost. Neither holds on the first machine: each format's products read at their own rate "
                         "(the kernel lines of section 6), and bfloat16's step leaves about "
                         f"{first_out['bfloat16']:.1f} ms outside its one-row products against float32's {expected:.1f} (a step and "
-                        f"a product from two loops; on the second machine {second['bfloat16']:.1f} and {second['float32']:.1f}). "
+                        f"a product from two loops, a gap smaller than the 11.0 ms one step moved between two loops in section 4, so a "
+                        f"hint; on the second machine {second['bfloat16']:.1f} and {second['float32']:.1f}). "
                         "So B and t0 fit these two rows; they are not the memory's speed and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销。在第一台机器上两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
                         f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下约 {first_out['bfloat16']:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（一步和乘法来自两个循环；第二台机器上是 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
-                        "所以 B 和 t0 只是一条恰好穿过这两行的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
+                        f"（一步和乘法来自两个循环，这个差距比第 4 节里同一步在两个循环之间差的 11.0 毫秒还小，只能当作线索；"
+                        f"第二台机器上是 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
+                        "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
                         "这是练习 1（a）直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")

@@ -47,7 +47,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
             ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
                     label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'})",
-                               f"算力屋顶，{fmt}（{'它的权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
+                               f"算力屋顶，{fmt}（{'int8 权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
     for fmt in (*shown_formats, "matmul floor"):
         rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
                       key=lambda r: r["batch"])
@@ -65,7 +65,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     for row in (r for r in results["timings"] if r["format"] in COMPILED_ROWS):  # where the bench could compile
         point, fmt = roofline_point(row), row["format"].split()[0]
         ax.scatter(point["intensity"], point["gflop_s"], marker="D", s=60, color=COLOURS[fmt], edgecolor="black",
-                   label=text(f"decode, {fmt} compiled (torch.compile), batch 1", f"解码，{fmt} 编译后（torch.compile），批大小 1"))
+                   label=text(f"decode, {fmt} compiled (torch.compile), batch 1", f"解码，{fmt}（编译后，torch.compile），批大小 1"))
     ax.scatter([], [], marker="s", color="white", edgecolor="black",
                label=text(f"prefill of {results['timings'][0]['length']} tokens", f"预填充 {results['timings'][0]['length']} 个词元"))
     if highlight is not None:
@@ -129,9 +129,9 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
                 f"每字节 {point['intensity']:.2f} 次浮点运算；")
     if read >= share:  # the bandwidth roof is the lower one at this intensity
         return head + text(f"{read:.0%} of the bandwidth roof, the lower roof here",
-                           f"达到带宽屋顶（在这个算术强度上较低的那道）的 {read:.0%}")
+                           f"达到带宽屋顶的 {read:.0%}（在这个算术强度上，它是较低的那道屋顶）")
     return head + text(f"{share:.0%} of {roof_en}, the lower roof here ({read:.0%} of the bandwidth roof)",
-                       f"达到 {roof_zh}（在这个算术强度上较低的那道）的 {share:.0%}（按带宽屋顶算是 {read:.0%}）")
+                       f"达到 {roof_zh}的 {share:.0%}（在这个算术强度上，它是较低的那道屋顶；按带宽屋顶算是 {read:.0%}）")
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
