@@ -522,3 +522,15 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
         for number in numbers:
             assert number in text, (language, number)
     assert "about even" in prose(decoding, "en") and "差不多" in prose(decoding, "zh")
+
+
+def test_lesson14_bfloat16_behind_float32_reads_its_batched_steps(decoding):
+    """Section 6: 'from batch 4 on, its step nearly doubles with the batch and runs at 52% to 64% of that roof'."""
+    outputs = stored_text(decoding)
+    shares = printed(r"bfloat16 steps at batch 4, 8, 16: [\d., ]+ GFLOP/s, (\d+)%, (\d+)%, (\d+)% of bfloat16's roof", outputs).groups()
+    steps = [printed(rf"\n{b}\s+[\d.]+, \d+\s+([\d.]+), \d+", outputs)[1] for b in (4, 8, 16)]
+    assert all(1.6 < float(b) / float(a) < 2.0 for a, b in zip(steps, steps[1:]))  # "nearly doubles with the batch"
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        assert f"{shares[0]}% 到 {shares[2]}%" in text or f"{shares[0]}% to {shares[2]}%" in text, language
+        assert all(step in text for step in steps), language

@@ -147,12 +147,12 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     expected = int8_and_bfloat16_outside_ms(_runs()[0])
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
         return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about "
-                        "the same, so what makes int8's step slower than its bytes predict is in its products. Read it as a "
-                        "hint: the products were timed in a loop of their own, and the int8 kernel line also quantizes the "
-                        "table, which the int8 model keeps in bfloat16.",
-                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多；"
-                        "所以让 int8 比按字节数预测的慢的，是它的矩阵乘法。这只能当作线索：这些乘法是在单独的循环里计时的，"
-                        "而且 int8 内核那一行连嵌入表也量化了，int8 模型里的嵌入表却仍是 bfloat16。")
+                        "the same. Which part of int8's step, then, holds its miss? (A hint, not a measurement: the products "
+                        "were timed in a loop of their own, and the int8 kernel line also quantizes the table, which the int8 "
+                        "model keeps in bfloat16.)",
+                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多。"
+                        "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（这只能当作线索：这些乘法是在单独的循环里计时的，"
+                        "而且 int8 内核那一行连嵌入表也量化了，int8 模型里的嵌入表却仍是 bfloat16。）")
     feedback(False, "Take each format's batch-1 step (section 3's table) minus its one-row products (section 6's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
              "用每种格式批大小 1 的一步（第 3 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
@@ -211,14 +211,14 @@ def check_outside(outside_ms: object) -> None:
                         "read at one rate and pay one fixed cost. Neither holds on the first machine: each format's products read at their own rate "
                         "(the kernel lines of section 6), and bfloat16's step leaves about "
                         f"{first_out['bfloat16']:.1f} ms outside its one-row products against float32's {expected:.1f} (a step and "
-                        f"a product from two loops, a gap smaller than the 11.0 ms one step moved between two loops in section 4, so a "
-                        f"hint; on the second machine {second['bfloat16']:.1f} and {second['float32']:.1f}). "
+                        f"a product from two loops; their gap, {first_out['bfloat16'] - expected:.1f} ms, is smaller than the 11.0 ms one "
+                        f"step moved between two loops in section 4, so a hint; on the second machine {second['bfloat16']:.1f} and {second['float32']:.1f}). "
                         "So B and t0 fit these two rows; they are not the memory's speed and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销。在第一台机器上两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
                         f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下约 {first_out['bfloat16']:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（一步和乘法来自两个循环，这个差距比第 4 节里同一步在两个循环之间差的 11.0 毫秒还小，只能当作线索；"
+                        f"（一步和乘法来自两个循环；两者相差 {first_out['bfloat16'] - expected:.1f} 毫秒，比第 4 节里同一步在两个循环之间差的 11.0 毫秒还小，只能当作线索；"
                         f"第二台机器上是 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
                         "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
@@ -246,7 +246,7 @@ def check_ridge_batch(answer: object) -> None:
                         "far below it (exercise 3 shows the same for one row).",
                         f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}。"
                         f"矩阵乘法下限那一列在这里并没有拐弯：批大小 8 时 {floor[8]:.1f} 毫秒，16 时 {floor[16]:.1f} 毫秒，行数翻倍，"
-                        f"耗时只是原来的 {floor[16] / floor[8]:.2f} 倍。纸面上已经过了脊点，这些乘法却还没有受运算限制：屋顶是用一次大矩阵"
+                        f"耗时只是原来的 {floor[16] / floor[8]:.2f} 倍。纸面上已经过了脊点，这些乘法却还没有受算力限制：屋顶是用一次大矩阵"
                         "乘法测的，而只乘几行的内核远远达不到它（练习 3 会看到只乘一行时也是这样）。")
     if _close(found, ridge, 0.05):
         return feedback(False, f"{ridge:.1f} is the ridge itself, in FLOPs per byte; find the b whose b / 2 FLOPs per byte equal it.",
@@ -306,7 +306,7 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              "the way the large product that measured the roof does. A roof bounds one kernel; measure the kernel a point "
              "actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ 每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
-             f"（每字节约 1 次）放在它右边，受运算限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
+             f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
              f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只有 "
              f"{first_ms / second_ms:.2f} 倍（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），而 {second_ms:.1f} 毫秒是第二台机器"
              f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行开头测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
