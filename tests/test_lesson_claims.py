@@ -338,7 +338,7 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     assert max(free, key=lambda n: free[n][0]) == "q4" == min(before, key=lambda n: before[n][0])  # "highest by one, lowest by the other"
     moves = [b - a for found in (free, before) for a, b in found.values()]
     assert min(abs(m) for m in moves) == 3 and max(abs(m) for m in moves) == 12 and min(moves) < 0 < max(moves)  # "3 to 12, not always the same way"
-    for machine, most in (("first machine", 0.2), ("second", 0.3)):  # "no more than 0.2% ... and about 0.3%", same sign on both
+    for machine, most in (("first machine", 0.2), ("second machine", 0.3)):  # "no more than 0.2% ... and about 0.3%", same sign on both
         line = printed(rf"perplexity on 439 tokens, {machine}: [^\n]*", outputs)[0]
         changes = {name: float(change) for name, change in re.findall(r"(\w+) ([+-][\d.]+)%", line)}
         assert len(changes) == 3 and max(abs(c) for c in changes.values()) <= most, machine
@@ -373,7 +373,7 @@ def test_lesson14_the_one_row_kernel_leaves_a_thread_idle_as_the_stored_live_lin
     linear = [float(v) for v in printed(r"x @ W.T \(nn.Linear\): 1 thread ([\d.]+) ms, 2 threads ([\d.]+) ms", outputs).groups()]
     left = [float(v) for v in printed(r"W @ x.T \(weights-left\): 1 thread ([\d.]+) ms, 2 threads ([\d.]+) ms", outputs).groups()]
     assert abs(linear[1] / linear[0] - 1) < 0.15  # "about as long with one thread as with two"
-    assert left[1] < 0.8 * left[0]  # "weights-left's used both"
+    assert left[1] < 0.95 * left[0]  # "weights-left's got faster with the second" (a live reading: by how much varies)
     assert left[0] < linear[0]  # "on one thread weights-left was still the faster"
     assert "the live lines show the same two losses" in prose(decoding, "en").replace("\n", " ")
     assert "现场测的几行显示了同样的两次吃亏" in prose(decoding, "zh")
