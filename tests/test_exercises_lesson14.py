@@ -57,6 +57,14 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_int8_outside, form(INT8_OUTSIDE), form(BFLOAT16_OUTSIDE))
 
 
+def test_the_loops_drift_is_read_from_the_saved_rows():
+    """Exercise 1d's feedback compares its gap with how far one step moved between the bench's two loops (by hand)."""
+    rows = {r["length"]: r["decode_ms"] for r in _SAVED["rows"] if (r["weights"], r["batch"]) == ("float32", 1)}
+    drift = abs(rows[_SAVED["workload"]["format_length"]] - T32)
+    assert lesson14.loops_drift_ms(_SAVED) == pytest.approx(drift)
+    assert f"than the {drift:.1f} ms one step moved" in verdict(lesson14.check_outside, OUTSIDE_MS)
+
+
 def test_the_steps_themselves_get_the_subtraction_hint():
     out = verdict(lesson14.check_int8_outside, T8, T16)  # the steps, not what is left outside their products
     assert "Not yet" in out and "section 6's kernel lines" in out

@@ -534,3 +534,13 @@ def test_lesson14_bfloat16_behind_float32_reads_its_batched_steps(decoding):
         text = prose(decoding, language)
         assert f"{shares[0]}% 到 {shares[2]}%" in text or f"{shares[0]}% to {shares[2]}%" in text, language
         assert all(step in text for step in steps), language
+
+
+def test_lesson14_the_float32_step_against_its_bytes_as_section_3_reads_it(decoding):
+    """Section 3: 'its bytes would take 22.8 ms of its 62.9, 36%' is the line printed under the table, and a third."""
+    outputs = stored_text(decoding)
+    bytes_ms, share, step = printed(r"float32 at batch 1: its weights and cache at the bandwidth roof would take ([\d.]+) ms, "
+                                    r"(\d+)% of its ([\d.]+) ms step", outputs).groups()
+    assert 30 <= int(share) <= 40  # "about a third"
+    for language in ("en", "zh"):
+        assert all(number in prose(decoding, language) for number in (bytes_ms, f"{share}%", step)), language

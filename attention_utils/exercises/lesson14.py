@@ -61,6 +61,12 @@ def int8_and_bfloat16_outside_ms(run: dict) -> tuple[float, float]:
     return _step_ms(run, "int8") - kernel["int8_kernel_ms"], _step_ms(run, "bfloat16") - kernel["bfloat16_linear_ms"]
 
 
+def loops_drift_ms(run: dict) -> float:
+    """How far the same float32 batch-1 step moved between the bench's two loops (lesson 13's lengths, the formats)."""
+    length = run["workload"]["format_length"]
+    return abs(results.model_rows(run)[length]["decode_ms"] - _step_ms(run, "float32"))
+
+
 def saved_bfloat16_roofs() -> tuple[float, float, float, float]:
     """bfloat16's compute roof (GFLOP/s) and the bandwidth roof (GB/s) of the first machine, then the same two of the second."""
     first, second = _runs()
@@ -205,21 +211,22 @@ def check_outside(outside_ms: object) -> None:
     expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
     roof = saved_bfloat16_roofs()[1]
     first_out, second = outside_products_ms(_runs()[0]), outside_products_ms(_runs()[1])
+    drift = loops_drift_ms(_runs()[0])
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is well below the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
                         "read at one rate and pay one fixed cost. Neither holds on the first machine: each format's products read at their own rate "
                         "(the kernel lines of section 6), and bfloat16's step leaves about "
                         f"{first_out['bfloat16']:.1f} ms outside its one-row products against float32's {expected:.1f} (a step and "
-                        f"a product from two loops; their gap, {first_out['bfloat16'] - expected:.1f} ms, is smaller than the 11.0 ms one "
-                        f"step moved between two loops in section 4, so a hint; on the second machine {second['bfloat16']:.1f} and {second['float32']:.1f}). "
+                        f"a product from two loops; their gap, {first_out['bfloat16'] - expected:.1f} ms, is smaller than the {drift:.1f} ms one "
+                        f"step moved between two loops in section 4, so a hint; on the second machine they leave {second['bfloat16']:.1f} and {second['float32']:.1f}). "
                         "So B and t0 fit these two rows; they are not the memory's speed and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销。在第一台机器上两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
                         f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下约 {first_out['bfloat16']:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（一步和乘法来自两个循环；两者相差 {first_out['bfloat16'] - expected:.1f} 毫秒，比第 4 节里同一步在两个循环之间差的 11.0 毫秒还小，只能当作线索；"
-                        f"第二台机器上是 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
+                        f"（一步和乘法来自两个循环；两者相差 {first_out['bfloat16'] - expected:.1f} 毫秒，比第 4 节里同一步在两个循环之间差的 {drift:.1f} 毫秒还小，只能当作线索；"
+                        f"在第二台机器上，两者在矩阵乘法之外分别剩下 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
                         "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
@@ -304,7 +311,7 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"run's start; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
              f"{first_ms / bounds[0]:.1f} times its arithmetic bound but also {first_ms / (megabytes / bandwidth):.1f} times its "
              "bytes' time, so that machine cannot tell the two bounds apart; on the second, a one-row product does not run "
-             "the way the large product that measured the roof does. A roof bounds one kernel; measure the kernel a point "
+             "the way the large product that measured the roof does. A roof bounds the kernel that measured it; measure the kernel a point "
              "actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
              f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
@@ -313,5 +320,5 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行开头测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
              f"{first_ms:.1f} 毫秒是它运算下限的 {first_ms / bounds[0]:.1f} 倍，也是读字节所需时间的 {first_ms / (megabytes / bandwidth):.1f} 倍，"
              "所以那台机器分不出是哪一道下限在起作用；到了第二台机器上，只有一行的乘法，"
-             "跑法和测屋顶的那次大矩阵乘法不一样。一道屋顶只约束一个内核；"
+             "跑法和测屋顶的那次大矩阵乘法不一样。一道屋顶只约束测出它的那个内核；"
              "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")
