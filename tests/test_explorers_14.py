@@ -57,7 +57,7 @@ def test_a_format_sits_under_its_own_flat_roof(language):
     read = gflop_s / (SAVED["roofs"]["bandwidth_gb_s"] * intensity)
     line = lesson14.point_summary(SAVED, "bfloat16", 16)
     assert f"{own:.0%}" in line and f"{float32:.0%}" not in line and f"{read:.0%}" in line
-    assert "bfloat16's own flat roof" in line or "bfloat16 自身的算力屋顶" in line
+    assert "bfloat16's own flat roof" in line or "bfloat16 自身算力屋顶" in line
 
 
 def test_bytes_against_quality_plots_the_saved_rows():

@@ -53,7 +53,8 @@ def test_cached_generation_equals_recomputing_everything(seed, positions, heads,
     cache = KVCache(layers)
     fast = generate(CachedTinyModel(model, window=window, sinks=sinks), prompt, new_tokens, cache=cache)
     assert torch.equal(fast.tokens, slow.tokens)
-    torch.testing.assert_close(fast.logits, slow.logits, rtol=0, atol=1e-9)
+    # float64 sums in another order: logits up to a few hundred (scale-3 weights) may differ by ~1e-9 (seed 1638 did)
+    torch.testing.assert_close(fast.logits, slow.logits, rtol=1e-9, atol=1e-9)
     assert fast.logits.shape[:2] == (2, new_tokens)
     assert cache.position == (prompt_length + new_tokens - 1 if new_tokens else 0)
 

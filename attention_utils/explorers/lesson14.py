@@ -122,7 +122,7 @@ def point_summary(results: dict, fmt: str, batch: int) -> str:
     roofs = {**results["roofs"], "matmul_gflop_s": own} if own else results["roofs"]
     share = point["gflop_s"] / _roof_at(point["intensity"], roofs)
     read = point["gflop_s"] / (results["roofs"]["bandwidth_gb_s"] * point["intensity"])  # its bytes' share of the bandwidth roof
-    roof_en, roof_zh = (f"{fmt}'s own flat roof", f"{fmt} 自身的算力屋顶") if own else ("the float32 matmul roof", "float32 矩阵乘法屋顶")
+    roof_en, roof_zh = (f"{fmt}'s own flat roof", f"{fmt} 自身算力屋顶") if own else ("the float32 matmul roof", "float32 算力屋顶")
     head = text(f"{fmt}, batch {batch}: {row['ms']:.1f} ms per step, {1e3 * batch / row['ms']:.0f} tokens/s, "
                 f"{point['intensity']:.2f} FLOPs per byte; ",
                 f"{fmt}，批大小 {batch}：每步 {row['ms']:.1f} 毫秒，每秒 {1e3 * batch / row['ms']:.0f} 个词元，"
