@@ -366,15 +366,18 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
             assert number in text, (language, number)
 
 
-def test_lesson14_the_one_row_kernel_leaves_a_thread_idle_as_the_stored_live_lines_show(decoding):
-    """The paragraph after the threads cell reads its stored output: nn.Linear's one-row product as long on one thread as
-    on two, weights-left faster with two, and faster than nn.Linear on one thread as well."""
+def test_lesson14_the_live_thread_lines_reproduce_what_the_text_says_they_reproduce(decoding):
+    """The paragraph after the live threads cell reads its stored output: nn.Linear's one-row product as long on one
+    thread as on two, slower than weights-left on one thread, and weights-left gaining less from the second thread
+    than the bench's second machine showed."""
     outputs = stored_text(decoding)
     linear = [float(v) for v in printed(r"x @ W.T \(nn.Linear\): 1 thread ([\d.]+) ms, 2 threads ([\d.]+) ms", outputs).groups()]
     left = [float(v) for v in printed(r"W @ x.T \(weights-left\): 1 thread ([\d.]+) ms, 2 threads ([\d.]+) ms", outputs).groups()]
     assert abs(linear[1] / linear[0] - 1) < 0.15  # "about as long with one thread as with two"
     assert left[1] < 0.95 * left[0]  # "weights-left's got faster with the second" (a live reading: by how much varies)
-    assert left[0] < linear[0]  # "on one thread weights-left was still the faster"
+    assert left[0] < linear[0]  # "the one-thread gap"
+    bench = printed(r"matmul floor weights-left: +([\d.]+) / ([\d.]+) ms", outputs).groups()
+    assert left[1] / left[0] > float(bench[1]) / float(bench[0])  # "gained less from the second thread here"
     assert "the live lines reproduce the one-thread gap" in prose(decoding, "en").replace("\n", " ")
     assert "现场测的几行重现了单线程时的差距" in prose(decoding, "zh")
 

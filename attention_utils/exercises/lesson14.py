@@ -49,16 +49,11 @@ def saved_floor_ms() -> dict[int, float]:
 
 
 def outside_products_ms(run: dict) -> dict[str, float]:
-    """Each format's step minus its one-row products alone (float32: the matmul floor; bfloat16: its F.linear)."""
-    products = {"float32": _step_ms(run, "matmul floor"), "bfloat16": run["int8_kernel"]["bfloat16_linear_ms"]}
-    return {name: _step_ms(run, name) - ms for name, ms in products.items()}
-
-
-def int8_and_bfloat16_outside_ms(run: dict) -> tuple[float, float]:
-    """int8's and bfloat16's batch-1 steps minus their one-row products timed alone (the int8 kernel also quantizes the
-    table, which the int8 model keeps in bfloat16)."""
+    """Each format's batch-1 step minus its one-row products timed alone (float32: the matmul floor; bfloat16: its
+    F.linear; int8: its kernel, whose line also quantizes the table the int8 model keeps in bfloat16)."""
     kernel = run["int8_kernel"]
-    return _step_ms(run, "int8") - kernel["int8_kernel_ms"], _step_ms(run, "bfloat16") - kernel["bfloat16_linear_ms"]
+    products = {"float32": _step_ms(run, "matmul floor"), "bfloat16": kernel["bfloat16_linear_ms"], "int8": kernel["int8_kernel_ms"]}
+    return {name: _step_ms(run, name) - ms for name, ms in products.items()}
 
 
 def loops_drift_ms(run: dict) -> float:
@@ -150,7 +145,8 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     if None in found:
         return feedback(False, "Give two numbers of milliseconds: int8's first, then bfloat16's.",
                         "请给出两个毫秒数：先写 int8 的，再写 bfloat16 的。")
-    expected = int8_and_bfloat16_outside_ms(_runs()[0])
+    outside = outside_products_ms(_runs()[0])
+    expected = outside["int8"], outside["bfloat16"]
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
         return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about "
                         "the same. Which part of int8's step, then, holds its miss? (A hint, not a measurement: the products "
@@ -175,7 +171,7 @@ def check_int8_miss(reason: object) -> None:
         return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：“a”“b”或“c”。")
     if picked == "kernel":
         first = _runs()[0]
-        int8_out, bfloat16_out = int8_and_bfloat16_outside_ms(first)
+        int8_out, bfloat16_out = (outside_products_ms(first)[name] for name in ("int8", "bfloat16"))
         kernel, rate = first["int8_kernel"], fitted_line()[0]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
@@ -193,7 +189,7 @@ def check_int8_miss(reason: object) -> None:
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
                         f"{w8:.0f} MB 里已经算上了 bfloat16 的嵌入表：预测用的正是 int8 实际读取的字节数。")
-    int8_out, bfloat16_out = int8_and_bfloat16_outside_ms(_runs()[0])
+    int8_out, bfloat16_out = (outside_products_ms(_runs()[0])[name] for name in ("int8", "bfloat16"))
     feedback(False, f"Subtract each step's one-row products (section 6's kernel lines) from the step: int8 leaves {int8_out:.1f} ms "
              f"outside them, bfloat16 {bfloat16_out:.1f}. About the same, so the difference is in the products.",
              f"用每一步减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行）：int8 剩下 {int8_out:.1f} 毫秒，"

@@ -64,8 +64,8 @@ def on_threads(call: Callable[[], object], count: int) -> Callable[[], None]:
 def thread_rows(calls: dict, read_bytes: int, rounds: int) -> dict:
     """Each call's median ms on one thread and on all of them, and the bandwidth roof (a sum over `read_bytes`) on each.
 
-    One nn.Linear row may leave threads idle where a matrix product or a sum uses them all, so a share of the
-    bandwidth roof means most against a roof read with the same threads; the counts take turns in one loop.
+    A one-row product may gain nothing from more threads where a sum does, so a share of the bandwidth roof means
+    most against a roof read with the same threads; the counts take turns in one loop.
     """
     threads = torch.get_num_threads()
     counts = sorted({1, threads})
