@@ -62,7 +62,7 @@ def test_the_loops_drift_is_read_from_the_saved_rows():
     rows = {r["length"]: r["decode_ms"] for r in _SAVED["rows"] if (r["weights"], r["batch"]) == ("float32", 1)}
     drift = abs(rows[_SAVED["workload"]["format_length"]] - T32)
     assert lesson14.loops_drift_ms(_SAVED) == pytest.approx(drift)
-    assert f"than the {drift:.1f} ms one step moved" in verdict(lesson14.check_outside, OUTSIDE_MS)
+    assert f"the same step moved {drift:.1f} ms between two loops" in verdict(lesson14.check_outside, OUTSIDE_MS)
 
 
 def test_the_steps_themselves_get_the_subtraction_hint():

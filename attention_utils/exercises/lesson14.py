@@ -149,12 +149,11 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     expected = outside["int8"], outside["bfloat16"]
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
         return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about "
-                        "the same. Which part of int8's step, then, holds its miss? (A hint, not a measurement: the products "
-                        "were timed in a loop of their own, and the int8 kernel line also quantizes the table, which the int8 "
-                        "model keeps in bfloat16.)",
+                        "the same. Which part of int8's step, then, holds its miss? (The int8 kernel line also quantizes the "
+                        "table, which the int8 model keeps in bfloat16.)",
                         f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多。"
-                        "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（这只能当作线索：这些乘法是在单独的循环里计时的，"
-                        "而且 int8 内核那一行连嵌入表也量化了，int8 模型里的嵌入表却仍是 bfloat16。）")
+                        "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（int8 内核那一行连嵌入表也量化了，"
+                        "int8 模型里的嵌入表却仍是 bfloat16。）")
     feedback(False, "Take each format's batch-1 step (section 3's table) minus its one-row products (section 6's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
              "用每种格式批大小 1 的一步（第 3 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
@@ -178,13 +177,12 @@ def check_int8_miss(reason: object) -> None:
                         f"about half the line's {rate:.1f}. torch's int8 kernel keeps only the weights in int8: for every weight "
                         "it reads it widens the byte to a float, scales it and multiplies-adds it with a bfloat16 input, and on "
                         "the first machine (AVX2) that work most likely takes longer than reading the byte. The rival, option c, does "
-                        f"not hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f} "
-                        "(the products taken from section 6's kernel lines, timed in another loop than the steps), about the same.",
+                        f"not hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, "
+                        "about the same.",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
                         f"约为直线速率 {rate:.1f} 的一半。torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、"
                         "乘上缩放系数，再和 bfloat16 的输入做乘加；在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢。另一种解释（选项 c）站不住："
-                        f"用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒"
-                        "（乘法取自第 6 节单独给内核计时的几行，与一步解码不在同一个循环里），差不多。")
+                        f"用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，差不多。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
@@ -206,23 +204,20 @@ def check_outside(outside_ms: object) -> None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
     expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
     roof = saved_bfloat16_roofs()[1]
-    first_out, second = outside_products_ms(_runs()[0]), outside_products_ms(_runs()[1])
-    drift = loops_drift_ms(_runs()[0])
+    bfloat16_out, drift = outside_products_ms(_runs()[0])["bfloat16"], loops_drift_ms(_runs()[0])
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
                         f"B ≈ {bandwidth:.1f} GB/s is well below the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
-                        "read at one rate and pay one fixed cost. Neither holds on the first machine: each format's products read at their own rate "
-                        "(the kernel lines of section 6), and bfloat16's step leaves about "
-                        f"{first_out['bfloat16']:.1f} ms outside its one-row products against float32's {expected:.1f} (a step and "
-                        f"a product from two loops; their gap, {first_out['bfloat16'] - expected:.1f} ms, is smaller than the {drift:.1f} ms one "
-                        f"step moved between two loops in section 4, so a hint; on the second machine they leave {second['bfloat16']:.1f} and {second['float32']:.1f}). "
-                        "So B and t0 fit these two rows; they are not the memory's speed and a step's true overhead.",
+                        "read at one rate and pay one fixed cost. On the first machine each format's products read at their own rate "
+                        f"(section 6's kernel lines), and bfloat16's step leaves {bfloat16_out:.1f} ms outside its one-row products against "
+                        f"float32's {expected:.1f} (a hint only: steps and products come from different loops, and the same step moved "
+                        f"{drift:.1f} ms between two loops in section 4). So B and t0 fit these two rows; they are not the memory's speed "
+                        "and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
-                        "付同一份固定开销。在第一台机器上两点都不成立：每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
-                        f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下约 {first_out['bfloat16']:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（一步和乘法来自两个循环；两者相差 {first_out['bfloat16'] - expected:.1f} 毫秒，比第 4 节里同一步在两个循环之间差的 {drift:.1f} 毫秒还小，只能当作线索；"
-                        f"在第二台机器上，两者在矩阵乘法之外分别剩下 {second['bfloat16']:.1f} 和 {second['float32']:.1f} 毫秒）。"
+                        "付同一份固定开销。在第一台机器上，每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
+                        f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
+                        f"（只能当作线索：一步和乘法来自不同的循环，而第 4 节里同一步在两个循环之间差了 {drift:.1f} 毫秒）。"
                         "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
