@@ -24,8 +24,8 @@ def test_the_verdicts_name_the_fastest_the_misses_and_the_slower_rows_as_printed
                           "❌ early exit (k = 2): measured 0.40×, predicted 0.30× (+33%; target within ±20%)"]
     assert lines[5] == "slower than the model alone: early exit k = 2 (0.40×)"  # 0.998 prints 1.00×: not listed as slower
     chinese = results.speculative_verdict_lines(RUN, "zh")
-    assert chinese[0] == "✅ 最快：q4 模型（编译），k = 8，普通 float32 贪心解码的 2.00 倍（目标 ≥ 1.5 倍）"
-    assert results.draft_name("q4 compiled", "zh") == "q4 模型（编译）"
+    assert chinese[0] == "✅ 最快：q4 模型（编译后），k = 8，普通 float32 贪心解码的 2.00 倍（目标 ≥ 1.5 倍）"
+    assert results.draft_name("q4 compiled", "zh") == "q4 模型（编译后）"
 
 
 def test_a_run_below_the_target_is_marked():

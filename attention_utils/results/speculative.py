@@ -6,7 +6,7 @@ from ..language import check_language, table
 
 DRAFT_NAMES = {"prompt lookup": ("prompt lookup", "提示查找"), "int8": ("int8 model", "int8 模型"),
                "bfloat16": ("bfloat16 model", "bfloat16 模型"), "q4": ("q4 model", "q4 模型"),
-               "q4 compiled": ("q4 model, compiled", "q4 模型（编译）"), "early exit": ("early exit", "提前退出")}
+               "q4 compiled": ("q4 model, compiled", "q4 模型（编译后）"), "early exit": ("early exit", "提前退出")}
 TARGET_SPEEDUP, TARGET_CLOSE = 1.5, 0.2  # the targets: best draft ≥ 1.5×; measured within 20% of predicted
 
 
