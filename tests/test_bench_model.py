@@ -90,6 +90,10 @@ def test_lesson_14_rows_are_named_and_counted():
     length = saved["workload"]["format_length"]
     assert row["weight_bytes"] == WEIGHT_BYTES and row["cache_bytes"] == 8 * (length + 1) * PER_TOKEN
     assert results.model_timing(saved, "int8")["weight_bytes"] < results.model_timing(saved, "bfloat16")["weight_bytes"]
+    matrices = 30 * (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536) + 576 * 49152  # by hand: q, o; k, v; the MLP; the table
+    for b in batches:  # a floor row counts its products only; a step adds attention's FLOPs
+        assert results.model_timing(saved, "matmul floor", b)["flops"] == 2 * matrices * b
+        assert results.model_timing(saved, "float32", b)["flops"] > 2 * matrices * b
     quality = saved["quality"]
     assert quality["float32"]["free_running_agreement"] == 1.0 and quality["float32"]["largest_logit_difference"] == 0.0
 

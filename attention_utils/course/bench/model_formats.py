@@ -198,7 +198,8 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
             if name in ("bfloat16", "int8", LLAMA_CPP):  # bfloat16 compute, or llama.cpp's float16 cache: 2 bytes a number
                 cache //= 2
             rows.append({"format": name, "batch": batch, "phase": phase, "length": length, "ms": ms,
-                         "flops": cost.flops, "weight_bytes": held, "cache_bytes": cache}
+                         "flops": cost.flops - cost.attention_flops if name.startswith(FLOOR) else cost.flops,  # floors: products only
+                         "weight_bytes": held, "cache_bytes": cache}
                         | ({"quartiles_ms": quartiles(decode_rounds[name, batch])} if phase == "decode" else {}))
     found.update(kernels(model, matrices, prompt, workload))
     found["int8_kernel"]["bandwidth_gb_s"] = found["roofs"]["bandwidth_gb_s"]  # the roof its rows are read against
