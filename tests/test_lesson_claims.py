@@ -241,6 +241,8 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     prefill, step, read = printed(r"prefill takes ([\d.]+)x as long, the decode step ([\d.]+)x, and the step reads ([\d.]+)x",
                                   outputs).groups()
     assert float(prefill) > 3 * float(step)
+    assert f"the prefill took {prefill} times as long and the decode step {step} times" in prose(decoding, "en").replace("\n", " ")
+    assert f"预填充的耗时变成原来的 {prefill} 倍，一步解码只是 {step} 倍" in prose(decoding, "zh")
     predicted = printed(r"more tokens: ([\d.]+) ms", outputs)[1]
     measured = printed(r"measured from T = \d+ to \d+: \+([\d.]+) ms a step", outputs)[1]
     longest = _number(r"T = 512: prefill +\d+ ms, decode step +([\d.]+) ms", outputs)
@@ -568,10 +570,26 @@ def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothi
 
 
 def test_lesson14_the_roof_and_byte_ratios_section_8_works_out(decoding):
-    """Section 8's '0.13 of float32's' roof and the summary's '0.23 of its bytes', from the printed roofs and bytes."""
+    """Section 8's '0.13 of float32's' roof, the roofs' 0.49 on the second machine and the summary's '0.23 of its
+    bytes', from the printed roofs and bytes."""
     outputs = stored_text(decoding)
+    second = [float(v) for v in printed(r"with bfloat16 instructions:\n  compute roofs: float32 (\d+), bfloat16 (\d+)", outputs).groups()]
+    assert f"{second[0]:.0f} / {second[1]:.0f} = {second[0] / second[1]:.2f}" in prose(decoding, "en")
+    assert f"{second[0]:.0f} / {second[1]:.0f} = {second[0] / second[1]:.2f} 倍" in prose(decoding, "zh")
     float32, bfloat16 = (float(v) for v in printed(r"compute roofs: float32 (\d+), bfloat16 (\d+)", outputs).groups())
     q4_mb = _number(r"; q4 (\d+) MB", outputs)
     float32_mb = _number(r"\nfloat32\s+(\d+) MB of weights", outputs)
     for number in (f"{bfloat16 / float32:.2f}", f"{q4_mb / float32_mb:.2f}"):
         assert number in prose(decoding, "en") and number in prose(decoding, "zh"), number
+
+
+def test_lesson14_the_compiled_cache_and_weights_left_lines_the_text_reads(decoding):
+    """Section 7 reads the compiled cache's slots and the eager keys (printed from the workload), and the summary's 1.90."""
+    outputs = stored_text(decoding)
+    slots, first, last, calls = printed(r"fixed cache of (\d+) slots; the eager ones over (\d+) to (\d+) keys \(one warm call, then "
+                                        r"(\d+) timed ones\)", outputs).groups()
+    assert int(last) - int(first) == int(calls) and int(first) == 128 + 1  # the 128-token prompt, then one key per call
+    faster = printed(r"weights-left's step: ([\d.]+)x as fast as nn.Linear's", outputs)[1]
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        assert all(number in text for number in (slots, f"{first} 到 {last}" if language == "zh" else f"{first} to {last}", faster)), language

@@ -11,7 +11,7 @@ from . import as_real_number, checker, feedback, missing
 
 # Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
 SAVED_ROWS = ("float32", "bfloat16", "int8")
-CHOICES = {"a": "embedding", "b": "kernel", "c": "outside"}  # exercise 1c: why int8 misses its prediction; b is right
+CHOICES = {"a": "embedding", "b": "kernel", "c": "outside"}  # exercise 1c, options A to C in any case; B is right
 # Exercise 2: float32 weights, 2 FLOPs per weight per token (one multiply, one add).
 FLOAT32 = 4  # bytes a weight
 
@@ -167,22 +167,28 @@ def check_int8_miss(reason: object) -> None:
         return
     picked = CHOICES.get(reason.strip().lower()) if isinstance(reason, str) else None
     if picked is None:
-        return feedback(False, "Give one letter: 'a', 'b' or 'c'.", "请给出一个字母：“a”“b”或“c”。")
+        return feedback(False, "Give one letter: 'A', 'B' or 'C'.", "请给出一个字母：“A”“B”或“C”。")
     if picked == "kernel":
         first = _runs()[0]
         int8_out, bfloat16_out = (outside_products_ms(first)[name] for name in ("int8", "bfloat16"))
         kernel, rate = first["int8_kernel"], fitted_line()[0]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
-                        f"about half the line's {rate:.1f}. torch's int8 kernel keeps only the weights in int8: for every weight "
-                        "it reads it widens the byte to a float, scales it and multiplies-adds it with a bfloat16 input, and on "
-                        "the first machine (AVX2) that work most likely takes longer than reading the byte. The rival, option c, does "
-                        f"not hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, "
-                        "about the same.",
+                        f"about half the line's {rate:.1f}, and took nearly as long as bfloat16's F.linear over the same weights in "
+                        f"twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): its time "
+                        "follows the weights, not the bytes. For every weight it reads, torch's int8 kernel widens the byte to a "
+                        "float, scales it and multiplies-adds it with a bfloat16 input; on the first machine (AVX2) that work most "
+                        "likely takes longer than reading the byte, and with one row no other row shares it. Option C does not "
+                        f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
+                        "the same (both steps come from one loop and both kernels from another, so a shift between the loops "
+                        "cancels in this comparison).",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
-                        f"约为直线速率 {rate:.1f} 的一半。torch 的 int8 内核只把权重存成 int8：每读一个权重，都要把这个字节展开成浮点数、"
-                        "乘上缩放系数，再和 bfloat16 的输入做乘加；在第一台机器（AVX2）上，这份工作很可能比读这个字节还慢。另一种解释（选项 c）站不住："
-                        f"用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，差不多。")
+                        f"约为直线速率 {rate:.1f} 的一半；它和 bfloat16 的 F.linear 处理同样的权重，字节数只有一半，耗时却几乎一样"
+                        f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：耗时跟着权重的个数走，"
+                        "而不是跟着字节数走。torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，再和 bfloat16 "
+                        "的输入做乘加；在第一台机器（AVX2）上，这份运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
+                        f"选项 C 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
+                        f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环，循环之间的漂移在这个比较里互相抵消）。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
@@ -210,14 +216,14 @@ def check_outside(outside_ms: object) -> None:
                         f"B ≈ {bandwidth:.1f} GB/s is well below the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
                         "read at one rate and pay one fixed cost. On the first machine each format's products read at their own rate "
                         f"(section 6's kernel lines), and bfloat16's step leaves {bfloat16_out:.1f} ms outside its one-row products against "
-                        f"float32's {expected:.1f} (a hint only: steps and products come from different loops, and the same step moved "
-                        f"{drift:.1f} ms between two loops in section 4). So B and t0 fit these two rows; they are not the memory's speed "
+                        f"float32's {expected:.1f} (a hint only: float32's floor was timed with the steps, bfloat16's products in a loop of "
+                        f"their own, and the same step moved {drift:.1f} ms between two loops in section 4). So B and t0 fit these two rows; they are not the memory's speed "
                         "and a step's true overhead.",
                         f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销。在第一台机器上，每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
                         f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（只能当作线索：一步和乘法来自不同的循环，而第 4 节里同一步在两个循环之间差了 {drift:.1f} 毫秒）。"
+                        f"（只能当作线索：float32 的下限和各步在同一个循环里计时，bfloat16 的乘法却在单独的循环里，而第 4 节里同一步在两个循环之间差了 {drift:.1f} 毫秒）。"
                         "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
@@ -234,18 +240,13 @@ def check_ridge_batch(answer: object) -> None:
     found = as_real_number(answer)
     if found is None:
         return feedback(False, "Give a batch size.", "请给出一个批大小。")
-    ridge, floor = saved_ridge(), saved_floor_ms()
+    ridge = saved_ridge()
     expected = FLOAT32 * ridge / 2  # 2 FLOPs per token per 4-byte weight: b / 2 FLOPs per byte
     if _close(found, expected, 0.05) or round(found) == round(expected):
         return feedback(True, f"A float32 step does 2b / {FLOAT32} = b / 2 FLOPs per byte, so it reaches the ridge, {ridge:.1f}, at "
-                        f"b ≈ {expected:.1f}. The floor column does not turn there: {floor[8]:.1f} ms at batch 8, {floor[16]:.1f} at "
-                        f"16, {floor[16] / floor[8]:.2f} times for twice the rows. On paper past the ridge, these products are "
-                        "still not bound by arithmetic: the roof was measured with a large matmul, and the few-row kernels run "
-                        "far below it (exercise 3 shows the same for one row).",
-                        f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}。"
-                        f"矩阵乘法下限那一列在这里并没有拐弯：批大小 8 时 {floor[8]:.1f} 毫秒，16 时 {floor[16]:.1f} 毫秒，行数翻倍，"
-                        f"耗时只是原来的 {floor[16] / floor[8]:.2f} 倍。纸面上已经过了脊点，这些乘法却还没有受算力限制：屋顶是用一次大矩阵"
-                        "乘法测的，而只乘几行的内核远远达不到它（练习 3 会看到只乘一行时也是这样）。")
+                        f"b ≈ {expected:.1f}: between the table's batches 8 and 16. Now read the floor column there.",
+                        f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}，"
+                        "落在表里批大小 8 和 16 之间。接着读矩阵乘法下限那一列在这里的数。")
     if _close(found, ridge, 0.05):
         return feedback(False, f"{ridge:.1f} is the ridge itself, in FLOPs per byte; find the b whose b / 2 FLOPs per byte equal it.",
                         f"{ridge:.1f} 是脊点本身（每字节的浮点运算次数）；要求的是使 b / 2 等于它的 b。")
@@ -254,6 +255,30 @@ def check_ridge_batch(answer: object) -> None:
                         "float32 的一步解码，每个 4 字节的权重对每个词元做 2 次浮点运算：每字节 b / 2 次，所以 b = 2 × 脊点。")
     feedback(False, "Set b / 2 (a float32 step's FLOPs per byte at batch b) equal to the ridge printed above.",
              "令 b / 2（批大小为 b 时 float32 一步解码每字节的浮点运算次数）等于上面打印的脊点。")
+
+
+@checker
+def check_floor_growth(answer: object) -> None:
+    """Exercise 2b: the matmul floor's batch-16 time over its batch-8 time, past the ridge on paper."""
+    if missing(answer):
+        return
+    found = as_real_number(answer)
+    if found is None:
+        return feedback(False, "Give a ratio: the batch-16 time divided by the batch-8 time.", "请给出一个比值：批大小 16 的耗时除以批大小 8 的耗时。")
+    floor = saved_floor_ms()
+    expected = floor[16] / floor[8]
+    if _close(found, expected, 0.03):
+        return feedback(True, f"{floor[16]:.1f} against {floor[8]:.1f} ms: {expected:.2f} times as long for twice the rows, far from the "
+                        "twice a product held back by arithmetic would take. On paper past the ridge, these products are still "
+                        "not bound by arithmetic: the roof was measured with a large matmul, and the few-row kernels run far below "
+                        "it (exercise 3 shows the same for one row).",
+                        f"{floor[16]:.1f} 毫秒对 {floor[8]:.1f} 毫秒：行数翻倍，耗时只是原来的 {expected:.2f} 倍，远不到受算力限制时的两倍。"
+                        "纸面上已经过了脊点，这些乘法却还没有受算力限制：屋顶是用一次大矩阵乘法测的，而只乘几行的内核远远达不到它"
+                        "（练习 3 会看到只乘一行时也是这样）。")
+    if _close(found, 1 / expected, 0.03):
+        return feedback(False, "That is batch 8 over batch 16; divide the other way round.", "这是批大小 8 除以 16；请反过来除。")
+    feedback(False, "Divide the matmul floor's batch-16 time by its batch-8 time (section 5's table).",
+             "用矩阵乘法下限批大小 16 的耗时除以批大小 8 的耗时（第 5 节的表）。")
 
 
 @checker
