@@ -43,8 +43,9 @@ ROOFLINE_GAIN = _bound_ms(_SAVED) / _bound_ms(_SECOND)  # exercise 3b
 INT8_OUTSIDE = T8 - _SAVED["int8_kernel"]["int8_kernel_ms"]  # exercise 1c by hand: each step minus its one-row products
 BFLOAT16_OUTSIDE = T16 - _SAVED["int8_kernel"]["bfloat16_linear_ms"]
 ONE_ROW_GAIN = _SAVED["int8_kernel"]["bfloat16_linear_ms"] / _SECOND["int8_kernel"]["bfloat16_linear_ms"]  # what was measured
-_FLOOR = {r["batch"]: r["ms"] for r in _SAVED["timings"] if (r["format"], r["phase"]) == ("matmul floor", "decode")}
-FLOOR_GROWTH = _FLOOR[16] / _FLOOR[8]  # exercise 2b by hand: the floor column, batch 16 over batch 8
+_FLOOR_16 = next(r for r in _SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("matmul floor", 16, "decode"))
+FLOOR_GFLOP_S = 2 * 134_479_872 * 16 / _FLOOR_16["ms"] / 1e6  # exercise 2b by hand: the model's matrices counted in lesson 14
+FLOOR_SHARE = FLOOR_GFLOP_S / _ROOFS["matmul_gflop_s"]
 FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
          lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
@@ -57,7 +58,7 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_outside, form(OUTSIDE_MS))
     assert "Correct" in verdict(lesson14.check_bfloat16_ridge, form(BF16_RIDGE), form(ROOFLINE_GAIN))
     assert "Correct" in verdict(lesson14.check_int8_outside, form(INT8_OUTSIDE), form(BFLOAT16_OUTSIDE))
-    assert "Correct" in verdict(lesson14.check_floor_growth, form(FLOOR_GROWTH))
+    assert "Correct" in verdict(lesson14.check_floor_share, form(FLOOR_SHARE))
 
 
 def test_the_loops_drift_is_read_from_the_saved_rows():
@@ -82,7 +83,8 @@ def test_the_steps_themselves_get_the_subtraction_hint():
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
     (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "Subtract each step"),
     (lesson14.check_int8_miss, "d", "one letter"),
-    (lesson14.check_floor_growth, 1 / FLOOR_GROWTH, "other way round"), (lesson14.check_floor_growth, 2.0, "Divide the matmul floor"),
+    (lesson14.check_floor_share, 100 * FLOOR_SHARE, "percentage"), (lesson14.check_floor_share, FLOOR_GFLOP_S, "divide it by"),
+    (lesson14.check_floor_share, FLOOR_SHARE / 16, "each of the 16 rows"), (lesson14.check_floor_share, 0.9, "Divide the floor's FLOPs"),
 ])
 def test_mistakes_get_their_hint(check, wrong, hint):
     out = verdict(check, wrong)
@@ -93,11 +95,11 @@ def test_the_int8_miss_has_one_right_letter():
     assert "Correct" in verdict(lesson14.check_int8_miss, " b ") and "Correct" in verdict(lesson14.check_int8_miss, "B")
 
 
-def test_the_floor_column_does_not_turn_at_the_ridge():
-    """Exercise 2: the ridge falls between batches 8 and 16 (by hand), and there the floor grows far less than twice."""
-    assert 8 < RIDGE_BATCH < 16 and FLOOR_GROWTH < 1.5
-    out = verdict(lesson14.check_floor_growth, FLOOR_GROWTH)
-    assert f"{FLOOR_GROWTH:.2f} times as long for twice the rows" in out and f"{_FLOOR[16]:.1f} against {_FLOOR[8]:.1f} ms" in out
+def test_the_floor_runs_far_below_the_roof_past_the_ridge():
+    """Exercise 2: the ridge falls between batches 8 and 16 (by hand), and at 16 the floor reaches well under half the roof."""
+    assert 8 < RIDGE_BATCH < 16 and FLOOR_SHARE < 0.5
+    out = verdict(lesson14.check_floor_share, FLOOR_SHARE)
+    assert f"{FLOOR_GFLOP_S:.1f} GFLOP/s, {FLOOR_SHARE:.2f} of the" in out
 
 
 def test_the_rival_reason_reads_each_step_minus_its_one_row_products():
@@ -144,7 +146,7 @@ def test_fit_odd_answers_get_a_verdict_not_a_traceback(odd):
                                    lesson14.check_outside, lambda v: lesson14.check_bfloat16_ridge(v, ROOFLINE_GAIN),
                                    lambda v: lesson14.check_int8_outside(v, BFLOAT16_OUTSIDE),
                                    lambda v: lesson14.check_int8_outside(INT8_OUTSIDE, v),
-                                   lambda v: lesson14.check_bfloat16_ridge(BF16_RIDGE, v), lesson14.check_floor_growth])
+                                   lambda v: lesson14.check_bfloat16_ridge(BF16_RIDGE, v), lesson14.check_floor_share])
 @pytest.mark.parametrize("odd", ["100", [1, 2], Awkward(), float("nan"), None])
 def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):
     out = verdict(check, odd)

@@ -300,7 +300,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
                     r"([\d.]+) ms compiled \(([\d.]+) less\); q4's products alone ([\d.]+) ms", outputs).groups()
     assert float(rows["q4"][2]) > float(rows["float32"][2])  # on the first machine "q4 saved more than float32"
     assert other[0] == other[2]  # on the second "both saved the same"
-    assert round(float(rows["q4"][1]) / float(q4_bytes)) == 4  # "about four times the 5.4 ms its bytes would take"
+    assert float(rows["q4"][1]) > 3 * float(q4_bytes)  # "still far above the 5.4 ms its bytes would take"
     assert 0.4 < 1 / float(llama) < 0.6  # "llama.cpp still needs about half that time"
     for language in ("en", "zh"):
         text = prose(decoding, language)
@@ -532,12 +532,12 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
 def test_lesson14_bfloat16_behind_float32_reads_its_batched_steps(decoding):
     """Section 6: 'from batch 4 on, its step nearly doubles with the batch and runs at 52% to 64% of that roof'."""
     outputs = stored_text(decoding)
-    printed_ms, *shares = printed(r"bfloat16 steps at batch 4, 8, 16: ([\d., ]+) ms; [\d., ]+ GFLOP/s, (\d+)%, (\d+)%, (\d+)% of "
-                                  r"bfloat16's roof", outputs).groups()
+    printed_ms, *shares, first, second = printed(r"bfloat16 steps at batch 4, 8, 16: ([\d., ]+) ms; [\d., ]+ GFLOP/s, (\d+)%, (\d+)%, "
+                                                 r"(\d+)% of bfloat16's roof; each doubling ([\d.]+)x, ([\d.]+)x", outputs).groups()
     steps = [printed(rf"\n{b}\s+[\d.]+, \d+\s+([\d.]+), \d+", outputs)[1] for b in (4, 8, 16)]
     assert printed_ms == ", ".join(steps)  # the kernel cell's line repeats section 5's table
-    growth = [f"{float(b) / float(a):.1f}" for a, b in zip(steps, steps[1:])]
-    assert all(1.6 < float(g) < 2.0 for g in growth)  # "1.7 and then 1.9 times as long", nearly doubling
+    growth = [f"{float(b) / float(a):.2f}" for a, b in zip(steps, steps[1:])]
+    assert growth == [first, second] and all(1.6 < float(g) < 2.0 for g in growth)  # "1.71 and then 1.91 times as long"
     for language in ("en", "zh"):
         text = prose(decoding, language)
         assert f"{shares[0]}% 到 {shares[2]}%" in text or f"{shares[0]}% to {shares[2]}%" in text, language
@@ -570,12 +570,13 @@ def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothi
 
 
 def test_lesson14_the_roof_and_byte_ratios_section_8_works_out(decoding):
-    """Section 8's '0.13 of float32's' roof, the roofs' 0.49 on the second machine and the summary's '0.23 of its
-    bytes', from the printed roofs and bytes."""
+    """Section 8's '0.13 of float32's' and '2.04 times it' roofs and the summary's '0.30 of float32's time for 0.23 of
+    its bytes', printed per machine and checked against the printed roofs and bytes."""
     outputs = stored_text(decoding)
-    second = [float(v) for v in printed(r"with bfloat16 instructions:\n  compute roofs: float32 (\d+), bfloat16 (\d+)", outputs).groups()]
-    assert f"{second[0]:.0f} / {second[1]:.0f} = {second[0] / second[1]:.2f}" in prose(decoding, "en")
-    assert f"{second[0]:.0f} / {second[1]:.0f} = {second[0] / second[1]:.2f} 倍" in prose(decoding, "zh")
+    roof_ratios = re.findall(r"  bfloat16's roof ([\d.]+)x float32's; q4's step ([\d.]+) of float32's time for ([\d.]+) of its bytes", outputs)
+    assert len(roof_ratios) == 2 and float(roof_ratios[0][0]) < 1 < float(roof_ratios[1][0])  # reversed between the machines
+    for number in (roof_ratios[0][0], roof_ratios[1][0], *roof_ratios[1][1:]):  # 0.13, 2.04; q4 0.30 for 0.23 on the second
+        assert number in prose(decoding, "en") and number in prose(decoding, "zh"), number
     float32, bfloat16 = (float(v) for v in printed(r"compute roofs: float32 (\d+), bfloat16 (\d+)", outputs).groups())
     q4_mb = _number(r"; q4 (\d+) MB", outputs)
     float32_mb = _number(r"\nfloat32\s+(\d+) MB of weights", outputs)

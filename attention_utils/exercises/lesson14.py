@@ -43,11 +43,6 @@ def saved_ridge() -> float:
     return roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
 
 
-def saved_floor_ms() -> dict[int, float]:
-    """The first machine's matmul floor at each batch (ms)."""
-    return {r["batch"]: r["ms"] for r in _runs()[0]["timings"] if (r["format"], r["phase"]) == ("matmul floor", "decode")}
-
-
 def outside_products_ms(run: dict) -> dict[str, float]:
     """Each format's batch-1 step minus its one-row products timed alone (float32: the matmul floor; bfloat16: its
     F.linear; int8: its kernel, whose line also quantizes the table the int8 model keeps in bfloat16)."""
@@ -244,9 +239,9 @@ def check_ridge_batch(answer: object) -> None:
     expected = FLOAT32 * ridge / 2  # 2 FLOPs per token per 4-byte weight: b / 2 FLOPs per byte
     if _close(found, expected, 0.05) or round(found) == round(expected):
         return feedback(True, f"A float32 step does 2b / {FLOAT32} = b / 2 FLOPs per byte, so it reaches the ridge, {ridge:.1f}, at "
-                        f"b ≈ {expected:.1f}: between the table's batches 8 and 16. Now read the floor column there.",
+                        f"b ≈ {expected:.1f}: between the table's batches 8 and 16. Part (b) asks how near the compute roof the floor runs there.",
                         f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}，"
-                        "落在表里批大小 8 和 16 之间。接着读矩阵乘法下限那一列在这里的数。")
+                        "落在表里批大小 8 和 16 之间。（b）问的是矩阵乘法下限在这里离算力屋顶有多近。")
     if _close(found, ridge, 0.05):
         return feedback(False, f"{ridge:.1f} is the ridge itself, in FLOPs per byte; find the b whose b / 2 FLOPs per byte equal it.",
                         f"{ridge:.1f} 是脊点本身（每字节的浮点运算次数）；要求的是使 b / 2 等于它的 b。")
@@ -258,27 +253,34 @@ def check_ridge_batch(answer: object) -> None:
 
 
 @checker
-def check_floor_growth(answer: object) -> None:
-    """Exercise 2b: the matmul floor's batch-16 time over its batch-8 time, past the ridge on paper."""
+def check_floor_share(answer: object) -> None:
+    """Exercise 2b: the share of the compute roof the matmul floor reaches at batch 16, on paper past the ridge."""
     if missing(answer):
         return
     found = as_real_number(answer)
     if found is None:
-        return feedback(False, "Give a ratio: the batch-16 time divided by the batch-8 time.", "请给出一个比值：批大小 16 的耗时除以批大小 8 的耗时。")
-    floor = saved_floor_ms()
-    expected = floor[16] / floor[8]
+        return feedback(False, "Give a fraction, such as 0.5.", "请给出一个小数，例如 0.5。")
+    first = _runs()[0]
+    row, roof = results.model_timing(first, "matmul floor", 16), first["roofs"]["matmul_gflop_s"]
+    gflop_s = 2 * row["weight_bytes"] / FLOAT32 * 16 / row["ms"] / 1e6  # 2 FLOPs per weight per row; FLOPs per ms / 1e6
+    expected = gflop_s / roof
     if _close(found, expected, 0.03):
-        return feedback(True, f"{floor[16]:.1f} against {floor[8]:.1f} ms: {expected:.2f} times as long for twice the rows, far from the "
-                        "twice a product held back by arithmetic would take. On paper past the ridge, these products are still "
-                        "not bound by arithmetic: the roof was measured with a large matmul, and the few-row kernels run far below "
-                        "it (exercise 3 shows the same for one row).",
-                        f"{floor[16]:.1f} 毫秒对 {floor[8]:.1f} 毫秒：行数翻倍，耗时只是原来的 {expected:.2f} 倍，远不到受算力限制时的两倍。"
-                        "纸面上已经过了脊点，这些乘法却还没有受算力限制：屋顶是用一次大矩阵乘法测的，而只乘几行的内核远远达不到它"
-                        "（练习 3 会看到只乘一行时也是这样）。")
-    if _close(found, 1 / expected, 0.03):
-        return feedback(False, "That is batch 8 over batch 16; divide the other way round.", "这是批大小 8 除以 16；请反过来除。")
-    feedback(False, "Divide the matmul floor's batch-16 time by its batch-8 time (section 5's table).",
-             "用矩阵乘法下限批大小 16 的耗时除以批大小 8 的耗时（第 5 节的表）。")
+        return feedback(True, f"2 × {row['weight_bytes'] / FLOAT32 / 1e6:.1f} M weights × 16 rows in {row['ms']:.1f} ms is "
+                        f"{gflop_s:.1f} GFLOP/s, {expected:.2f} of the {roof:.1f} GFLOP/s roof. On paper past the ridge, these "
+                        "products are still far from bound by arithmetic: the roof was measured with a large matmul, and a "
+                        "few-row kernel does not run the way that matmul does (exercise 3 shows the same for one row).",
+                        f"2 × {row['weight_bytes'] / FLOAT32 / 1e6:.1f} M 个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
+                        f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍。纸面上已经过了脊点，这些乘法却还远没有受算力限制：屋顶是用一次"
+                        "大矩阵乘法测的，而只乘几行的内核跑法和它不一样（练习 3 会看到只乘一行时也是这样）。")
+    if _close(found, 100 * expected, 0.03):
+        return feedback(False, "That is a percentage; give the share as a fraction.", "这是百分数；请写成小数。")
+    if _close(found, gflop_s, 0.03):
+        return feedback(False, "That is the floor's GFLOP/s; divide it by the compute roof.", "这是矩阵乘法下限的 GFLOP/s；再除以算力屋顶。")
+    if _close(found, expected / 16, 0.03) or _close(found, expected * FLOAT32, 0.03):
+        return feedback(False, "Count 2 FLOPs per weight for each of the 16 rows, and 4 bytes a float32 weight.",
+                        "每个权重对 16 行中的每一行各做 2 次浮点运算；float32 的每个权重是 4 字节。")
+    feedback(False, "Divide the floor's FLOPs (2 × weights × 16) by its time to get GFLOP/s, then by the compute roof.",
+             "用矩阵乘法下限的浮点运算次数（2 × 权重个数 × 16）除以它的耗时，得到 GFLOP/s，再除以算力屋顶。")
 
 
 @checker
@@ -327,8 +329,8 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"run's start; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
              f"{first_ms / bounds[0]:.1f} times its arithmetic bound but also {first_ms / (megabytes / bandwidth):.1f} times its "
              "bytes' time, so that machine cannot tell the two bounds apart; on the second, a one-row product does not run "
-             "the way the large product that measured the roof does. A roof bounds the kernel that measured it; measure the kernel a point "
-             "actually runs (the bench's one-row lines) before you read the point against a roof.",
+             "the way the large product that measured the roof does. A measured roof says how fast the kernel that measured it can "
+             "run; a one-row kernel may fall far below it, so measure the kernel a point actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
              f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
              f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只有 "
@@ -336,5 +338,5 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行开头测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
              f"{first_ms:.1f} 毫秒是它运算下限的 {first_ms / bounds[0]:.1f} 倍，也是读字节所需时间的 {first_ms / (megabytes / bandwidth):.1f} 倍，"
              "所以那台机器分不出是哪一道下限在起作用；到了第二台机器上，只有一行的乘法，"
-             "跑法和测屋顶的那次大矩阵乘法不一样。一道屋顶只约束测出它的那个内核；"
+             "跑法和测屋顶的那次大矩阵乘法不一样。实测的屋顶只说明测它的那个内核能跑多快，只乘一行的内核可能远远达不到它；"
              "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")
