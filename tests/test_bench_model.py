@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from attention_utils import results
+from attention_utils.models import q4_weights
 from attention_utils.course.bench import model_decode, model_formats, model_kernels, model_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -240,6 +241,18 @@ def test_the_machines_table_reads_both_runs_step_by_step():
     with pytest.raises(TypeError, match="load_saved"):
         results.machine_name("AVX2")
     assert results.machine_name({}) == "?, no bfloat16 instructions"  # a run saved before the bench named its kernels
+
+
+def test_a_cpu_whose_flags_cannot_be_read_has_unknown_bfloat16_instructions(monkeypatch, tmp_path):
+    """Without /proc/cpuinfo (macOS, Windows) the live line says 'unknown' rather than 'no bfloat16 instructions'."""
+    monkeypatch.setattr(q4_weights, "CPUINFO", str(tmp_path / "missing"))
+    path = q4_weights.kernel_path()
+    assert path["avx512_bf16"] is None and path["amx_bf16"] is None
+    assert results.machine_name({"kernel": path}).endswith(", bfloat16 instructions unknown")
+    assert results.machine_name({"kernel": path}, "zh").endswith("，bfloat16 指令未知")
+    (tmp_path / "cpuinfo").write_text("flags\t\t: fpu avx2 avx512_bf16\n", encoding="utf-8")
+    monkeypatch.setattr(q4_weights, "CPUINFO", str(tmp_path / "cpuinfo"))
+    assert results.machine_name({"kernel": q4_weights.kernel_path()}).endswith(", with bfloat16 instructions")
 
 
 def test_the_second_machine_run_refuses_a_cpu_without_bfloat16_instructions(monkeypatch, tmp_path):

@@ -81,8 +81,9 @@ def test_the_steps_themselves_get_the_subtraction_hint():
     (lesson14.check_ridge_batch, 3.0, "Set b / 2"),
     (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
-    (lesson14.check_int8_miss, "a", "already count"), (lesson14.check_int8_miss, "C", "Subtract each step"),
-    (lesson14.check_int8_miss, "d", "one letter"),
+    (lesson14.check_int8_miss, 1, "already count"), (lesson14.check_int8_miss, "3", "Subtract each step"),
+    (lesson14.check_int8_miss, "b", "one option's number"), (lesson14.check_int8_miss, True, "one option's number"),
+    (lesson14.check_int8_miss, 2.5, "one option's number"), (lesson14.check_int8_miss, float("nan"), "one option's number"),
     (lesson14.check_floor_share, 100 * FLOOR_SHARE, "percentage"), (lesson14.check_floor_share, FLOOR_GFLOP_S, "divide it by"),
     (lesson14.check_floor_share, FLOOR_SHARE / 16, "each of the 16 rows"), (lesson14.check_floor_share, 0.9, "Divide the floor's FLOPs"),
 ])
@@ -92,7 +93,7 @@ def test_mistakes_get_their_hint(check, wrong, hint):
 
 
 def test_the_int8_miss_has_one_right_letter():
-    assert "Correct" in verdict(lesson14.check_int8_miss, " b ") and "Correct" in verdict(lesson14.check_int8_miss, "B")
+    assert all("Correct" in verdict(lesson14.check_int8_miss, answer) for answer in (2, " 2 ", 2.0, np.int64(2)))
 
 
 def test_the_floor_runs_far_below_the_roof_past_the_ridge():
@@ -103,12 +104,12 @@ def test_the_floor_runs_far_below_the_roof_past_the_ridge():
 
 
 def test_the_rival_reason_reads_each_step_minus_its_one_row_products():
-    """Exercise 1c's option c is ruled out by subtraction: int8 and bfloat16 leave about the same time outside their
+    """Exercise 1c's option 3 is ruled out by subtraction: int8 and bfloat16 leave about the same time outside their
     one-row products (by hand from the JSON: step minus the kernel line)."""
     kernel = _SAVED["int8_kernel"]
     int8_out, bfloat16_out = T8 - kernel["int8_kernel_ms"], T16 - kernel["bfloat16_linear_ms"]
     assert abs(int8_out - bfloat16_out) < 0.1 * bfloat16_out  # "about the same"
-    for answer, word in ((" b ", "does not hold"), ("c", "Not yet")):
+    for answer, word in ((2, "does not hold"), (3, "Not yet")):
         out = verdict(lesson14.check_int8_miss, answer)
         assert word in out and f"int8 剩下 {int8_out:.1f} 毫秒" in out and f"bfloat16 剩下 {bfloat16_out:.1f} 毫秒" in out
 

@@ -1,17 +1,20 @@
 """Checkers for lesson 14's exercises: the saved bench's line, the batch at float32's ridge, bfloat16's ridge.
 
 Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8, subtracts each step's one-row
-products and compares the fit's fixed cost with the step outside its products; exercise 3 tests bfloat16's ridge against the second machine's one-row products.
+products and compares the fit's fixed cost with the step outside its products; exercise 2 places float32's ridge and
+reads the matmul floor's share of the compute roof past it; exercise 3 tests bfloat16's ridge on the second machine.
 """
 
 from __future__ import annotations
+
+import numbers
 
 from .. import results
 from . import as_real_number, checker, feedback, missing
 
 # Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
 SAVED_ROWS = ("float32", "bfloat16", "int8")
-CHOICES = {"a": "embedding", "b": "kernel", "c": "outside"}  # exercise 1c, options A to C in any case; B is right
+CHOICES = {"1": "embedding", "2": "kernel", "3": "outside"}  # exercise 1c: why int8 misses its prediction; 2 is right
 # Exercise 2: float32 weights, 2 FLOPs per weight per token (one multiply, one add).
 FLOAT32 = 4  # bytes a weight
 
@@ -160,9 +163,10 @@ def check_int8_miss(reason: object) -> None:
     """Exercise 1c: the letter of the reason why int8's step is slower than its bytes predict."""
     if missing(reason):
         return
-    picked = CHOICES.get(reason.strip().lower()) if isinstance(reason, str) else None
+    whole = isinstance(reason, numbers.Real) and not isinstance(reason, bool) and float(reason).is_integer()
+    picked = CHOICES.get(reason.strip() if isinstance(reason, str) else str(int(reason)) if whole else "")
     if picked is None:
-        return feedback(False, "Give one letter: 'A', 'B' or 'C'.", "请给出一个字母：“A”“B”或“C”。")
+        return feedback(False, "Give one option's number: 1, 2 or 3.", "请给出一个选项的序号：1、2 或 3。")
     if picked == "kernel":
         first = _runs()[0]
         int8_out, bfloat16_out = (outside_products_ms(first)[name] for name in ("int8", "bfloat16"))
@@ -173,7 +177,7 @@ def check_int8_miss(reason: object) -> None:
                         f"twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): its time "
                         "follows the weights, not the bytes. For every weight it reads, torch's int8 kernel widens the byte to a "
                         "float, scales it and multiplies-adds it with a bfloat16 input; on the first machine (AVX2) that work most "
-                        "likely takes longer than reading the byte, and with one row no other row shares it. Option C does not "
+                        "likely takes longer than reading the byte, and with one row no other row shares it. Option 3 does not "
                         f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
                         "the same (both steps come from one loop and both kernels from another, so a shift between the loops "
                         "cancels in this comparison).",
@@ -182,7 +186,7 @@ def check_int8_miss(reason: object) -> None:
                         f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：耗时跟着权重的个数走，"
                         "而不是跟着字节数走。torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，再和 bfloat16 "
                         "的输入做乘加；在第一台机器（AVX2）上，这份运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
-                        f"选项 C 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
+                        f"选项 3 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
                         f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环，循环之间的漂移在这个比较里互相抵消）。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]

@@ -44,15 +44,19 @@ def int4_kernel_runs() -> bool:
     return not scalar_x86
 
 
+CPUINFO = "/proc/cpuinfo"  # where Linux lists the CPU's instruction flags
+
+
 def kernel_path() -> dict:
     """Which int4 kernel path q4 takes here: torch's CPU capability and whether the CPU has bfloat16 instructions."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        with open(CPUINFO, encoding="utf-8") as cpuinfo:
             flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
-    except OSError:
-        flags = []
-    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "avx512_bf16": "avx512_bf16" in flags,
-            "amx_bf16": "amx_bf16" in flags, "activations": "bfloat16 (the int4 kernel's vectorized path)"}
+    except OSError:  # no /proc/cpuinfo (macOS, Windows): the flags are unknown, not absent
+        flags = None
+    return {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "avx512_bf16": None if flags is None else "avx512_bf16" in flags,
+            "amx_bf16": None if flags is None else "amx_bf16" in flags, "activations": "bfloat16 (the int4 kernel's vectorized path)"}
 
 
 class Q4Linear(nn.Module):

@@ -210,9 +210,11 @@ def machine_name(results: dict, language: str = "en") -> str:
                                   f"results 必须是 results.load_saved() 返回的字典，实际是 {shown(results, True)}。"))
     kernel = results.get("kernel") or {}
     has_bf16 = kernel.get("avx512_bf16") or kernel.get("amx_bf16")
+    unknown = not has_bf16 and "avx512_bf16" in kernel and kernel["avx512_bf16"] is None  # kernel_path without /proc/cpuinfo
     if language == "zh":
-        return f"{kernel.get('cpu_capability', '?')}，{'有' if has_bf16 else '无'} bfloat16 指令"
-    return f"{kernel.get('cpu_capability', '?')}, {'with' if has_bf16 else 'no'} bfloat16 instructions"
+        return f"{kernel.get('cpu_capability', '?')}，" + ("bfloat16 指令未知" if unknown else f"{'有' if has_bf16 else '无'} bfloat16 指令")
+    return f"{kernel.get('cpu_capability', '?')}, " + ("bfloat16 instructions unknown" if unknown else
+                                                       f"{'with' if has_bf16 else 'no'} bfloat16 instructions")
 
 
 @reads("SAVED_MODEL_BF16", "timings", "format", "roofs", "environment")
