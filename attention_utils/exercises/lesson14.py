@@ -147,10 +147,10 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     expected = outside["int8"], outside["bfloat16"]
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
         return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about "
-                        "the same. Which part of int8's step, then, holds its miss? (The int8 kernel line also quantizes the "
-                        "table, which the int8 model keeps in bfloat16.)",
+                        "the same. Which part of int8's step, then, holds its miss? (The subtraction is approximate: the int8 "
+                        "kernel line also quantizes the table, which the int8 model keeps in bfloat16.)",
                         f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多。"
-                        "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（int8 内核那一行连嵌入表也量化了，"
+                        "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（这一减只是近似：int8 内核那一行连嵌入表也量化了，"
                         "int8 模型里的嵌入表却仍是 bfloat16。）")
     feedback(False, "Take each format's batch-1 step (section 3's table) minus its one-row products (section 6's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
@@ -180,14 +180,14 @@ def check_int8_miss(reason: object) -> None:
                         "likely takes longer than reading the byte, and with one row no other row shares it. Option 3 does not "
                         f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
                         "the same (both steps come from one loop and both kernels from another, so a shift between the loops "
-                        "cancels in this comparison).",
+                        "roughly cancels in this comparison, if it hit both formats alike).",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
                         f"约为直线速率 {rate:.1f} 的一半；它和 bfloat16 的 F.linear 处理同样的权重，字节数只有一半，耗时却几乎一样"
                         f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：耗时跟着权重的个数走，"
                         "而不是跟着字节数走。torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，再和 bfloat16 "
                         "的输入做乘加；在第一台机器（AVX2）上，这份运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
                         f"选项 3 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
-                        f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环，循环之间的漂移在这个比较里互相抵消）。")
+                        f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环；只要漂移对两种格式一样，它在这个比较里就大致抵消）。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
@@ -273,7 +273,7 @@ def check_floor_share(answer: object) -> None:
                         f"{gflop_s:.1f} GFLOP/s, {expected:.2f} of the {roof:.1f} GFLOP/s roof. On paper past the ridge, these "
                         "products are still far from bound by arithmetic: the roof was measured with a large matmul, and a "
                         "few-row kernel does not run the way that matmul does (exercise 3 shows the same for one row).",
-                        f"2 × {row['weight_bytes'] / FLOAT32 / 1e6:.1f} M 个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
+                        f"2 × {row['weight_bytes'] / FLOAT32 / 1e8:.3f} 亿个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
                         f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍。纸面上已经过了脊点，这些乘法却还远没有受算力限制：屋顶是用一次"
                         "大矩阵乘法测的，而只乘几行的内核跑法和它不一样（练习 3 会看到只乘一行时也是这样）。")
     if _close(found, 100 * expected, 0.03):
