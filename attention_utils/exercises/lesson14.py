@@ -174,8 +174,8 @@ def check_int8_miss(reason: object) -> None:
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
                         f"about half the line's {rate:.1f}, and took nearly as long as bfloat16's F.linear over the same weights in "
-                        f"twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): its time "
-                        "follows the weights, not the bytes. For every weight it reads, torch's int8 kernel widens the byte to a "
+                        f"twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its "
+                        "time followed the weights more than the bytes. For every weight it reads, torch's int8 kernel widens the byte to a "
                         "float, scales it and multiplies-adds it with a bfloat16 input; on the first machine (AVX2) that work most "
                         "likely takes longer than reading the byte, and with one row no other row shares it. Option 3 does not "
                         f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
@@ -183,8 +183,8 @@ def check_int8_miss(reason: object) -> None:
                         "roughly cancels in this comparison, if it hit both formats alike).",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
                         f"约为直线速率 {rate:.1f} 的一半；它和 bfloat16 的 F.linear 处理同样的权重，字节数只有一半，耗时却几乎一样"
-                        f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：耗时跟着权重的个数走，"
-                        "而不是跟着字节数走。torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，再和 bfloat16 "
+                        f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：在这里，耗时更多地"
+                        "跟着权重的个数走，而不是字节数。torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上缩放系数，再和 bfloat16 "
                         "的输入做乘加；在第一台机器（AVX2）上，这份运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
                         f"选项 3 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
                         f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环；只要漂移对两种格式一样，它在这个比较里就大致抵消）。")
@@ -275,7 +275,7 @@ def check_floor_share(answer: object) -> None:
                         "few-row kernel does not run the way that matmul does (exercise 3 shows the same for one row).",
                         f"2 × {row['weight_bytes'] / FLOAT32 / 1e8:.3f} 亿个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
                         f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍。纸面上已经过了脊点，这些乘法却还远没有受算力限制：屋顶是用一次"
-                        "大矩阵乘法测的，而只乘几行的内核跑法和它不一样（练习 3 会看到只乘一行时也是这样）。")
+                        "大矩阵乘法测的，而只乘几行的内核工作方式和它不同（练习 3 会看到只乘一行时也是这样）。")
     if _close(found, 100 * expected, 0.03):
         return feedback(False, "That is a percentage; give the share as a fraction.", "这是百分数；请写成小数。")
     if _close(found, gflop_s, 0.03):
@@ -342,5 +342,5 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行开头测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
              f"{first_ms:.1f} 毫秒是它运算下限的 {first_ms / bounds[0]:.1f} 倍，也是读字节所需时间的 {first_ms / (megabytes / bandwidth):.1f} 倍，"
              "所以那台机器分不出是哪一道下限在起作用；到了第二台机器上，只有一行的乘法，"
-             "跑法和测屋顶的那次大矩阵乘法不一样。实测的屋顶只说明测它的那个内核能跑多快，只乘一行的内核可能远远达不到它；"
+             "工作方式和测屋顶的那次大矩阵乘法不同。实测的屋顶只说明测它的那个内核能跑多快，只乘一行的内核可能远远达不到它；"
              "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")
