@@ -594,3 +594,17 @@ def test_lesson14_the_compiled_cache_and_weights_left_lines_the_text_reads(decod
     for language in ("en", "zh"):
         text = prose(decoding, language)
         assert all(number in text for number in (slots, f"{first} 到 {last}" if language == "zh" else f"{first} to {last}", faster)), language
+
+
+def test_lesson14_float32_batched_steps_stay_far_below_their_roof(decoding):
+    """Section 6: 'float32's steps stay far below their own, much higher roof (at most 20% of it)', from the printed line,
+    its GFLOP/s checked by hand from the saved rows (FLOPs over ms) against the printed float32 roof."""
+    outputs = stored_text(decoding)
+    rates, *shares = printed(r"float32 steps at batch 4, 8, 16: ([\d., ]+) GFLOP/s, (\d+)%, (\d+)%, (\d+)% of float32's roof",
+                             outputs).groups()
+    saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_model.json").read_text(encoding="utf-8"))
+    rows = {r["batch"]: r for r in saved["timings"] if (r["format"], r["phase"]) == ("float32", "decode")}
+    assert rates == ", ".join(f"{rows[b]['flops'] / rows[b]['ms'] / 1e6:.1f}" for b in (4, 8, 16))
+    most = max(int(s) for s in shares)
+    assert most <= 25  # "far below"
+    assert f"at most {most}% of it" in prose(decoding, "en") and f"最多只到它的 {most}%" in prose(decoding, "zh")
