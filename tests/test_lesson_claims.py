@@ -236,7 +236,7 @@ def test_lesson14_decode_and_prefill_either_side_of_the_bench_ridge(decoding):
 def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(decoding):
     """Section 4: the step grows more than the cache's bytes predict on both machines, per cached token over the whole
     span more than three times its bytes' time, yet under a tenth of the step; the same step in another loop of the run
-    differs by more; the second machine's two loops are close."""
+    differs by more."""
     outputs = stored_text(decoding)
     prefill, step, read = printed(r"prefill takes ([\d.]+)x as long, the decode step ([\d.]+)x, and the step reads ([\d.]+)x",
                                   outputs).groups()
@@ -246,9 +246,8 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     predicted = printed(r"more tokens: ([\d.]+) ms", outputs)[1]
     measured = printed(r"measured from T = \d+ to \d+: \+([\d.]+) ms a step", outputs)[1]
     longest = _number(r"T = 512: prefill +\d+ ms, decode step +([\d.]+) ms", outputs)
-    other_measured, other_predicted, first_loop, second_loop = printed(
-        r"the second machine, T = \d+ to \d+: \+([\d.]+) ms a step measured, ([\d.]+) ms from the cache's bytes; the same "
-        r"step in its two loops: ([\d.]+) and ([\d.]+) ms", outputs).groups()
+    other_measured, other_predicted = printed(
+        r"the second machine, T = \d+ to \d+: \+([\d.]+) ms a step measured, ([\d.]+) ms from the cache's bytes", outputs).groups()
     for grew, bytes_say in ((measured, predicted), (other_measured, other_predicted)):
         assert float(grew) > 3 * float(bytes_say)  # "grew more than the cache's bytes predict"
     growth = printed(r"growth per cached token, T = 32 to 512: first machine ([\d.]+) µs \(its bytes ([\d.]+) µs\); "
@@ -259,11 +258,9 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     assert float(measured) < 0.1 * longest  # "under a tenth of the step at T = 512"
     apart = printed(r"another loop of this run \(section 3's table\): [\d.]+ ms, -([\d.]+) ms", outputs)[1]
     assert float(apart) > float(measured)  # "changed by more than the cache's whole effect"
-    assert abs(float(first_loop) / float(second_loop) - 1) < 0.05  # the second machine's loops are close
     for language in ("en", "zh"):
         text = prose(decoding, language)
-        for number in (measured, predicted, other_measured, other_predicted, apart, first_loop, second_loop, second_bytes,
-                       *growth):
+        for number in (measured, predicted, other_measured, other_predicted, apart, second_bytes, *growth):
             assert number in text, (language, number)
     assert "more than three times" in prose(decoding, "en").replace("\n", " ") and "的三倍" in prose(decoding, "zh")
     rows = [printed(rf"T = {t:3}: prefill +\d+ ms, decode step +([\d.]+) ms", outputs)[1] for t in (32, 128, 512)]
@@ -356,7 +353,7 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
              for b in (1, 2, 4, 8)}
     assert max(float(floor[b]) for b in (2, 4, 8)) < 1.05 * min(float(floor[b]) for b in (2, 4, 8))  # "about as long at 2, 4 or 8"
     assert 1.7 < float(floor[2]) / float(floor[1]) < 2.0  # "nearly twice the one-row kernel"
-    kernel = [printed(rf"{name}:?\s+([\d.]+) ms for", outputs)[1] for name in ("int8 kernel", "bfloat16 F.linear")]
+    kernel = [printed(r"bfloat16 F.linear:?\s+([\d.]+) ms for", outputs)[1]]  # the int8 kernel's time is exercise 1's to read
     logit = {name: printed(rf"\n{name}\s+\d+\s+[\d.]+\s+\d+\s+[\d.]+×\s+\d+%\s+\d+%\s+([\d.]+)", outputs)[1]
              for name in ("bfloat16", "int8", "q4")}
     assert float(logit["q4"]) < min(float(logit["bfloat16"]), float(logit["int8"]))  # "q4 moves the logits least"
