@@ -608,15 +608,14 @@ def test_lesson14_float32_batched_steps_stay_far_below_their_roof(decoding):
 
 
 def test_lesson14_llama_cpp_against_its_bytes(decoding):
-    """Section 6: 'even llama.cpp's step took 2.6 times its bytes' time, close to float32's 2.8', the printed ratio
-    checked by hand from the saved row (its file and cache bytes over the bench's bandwidth roof)."""
+    """Section 6: 'even llama.cpp's step took 2.6 times its bytes' time', the printed ratio checked by hand from the saved
+    row (its file and cache bytes over the bench's bandwidth roof), above 1: its step is not at its bytes' floor either."""
     outputs = stored_text(decoding)
     saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_model.json").read_text(encoding="utf-8"))
     row = next(r for r in saved["timings"] if r["format"] == "llama.cpp")
     by_hand = row["ms"] / ((row["weight_bytes"] + row["cache_bytes"]) / (saved["roofs"]["bandwidth_gb_s"] * 1e9) * 1e3)
     ratio = printed(r"llama.cpp from its bytes [\d.]+ ms: its step took ([\d.]+)x that", outputs)[1]
     assert ratio == f"{by_hand:.1f}"
-    float32 = printed(r"float32  measured +[\d.]+ ms, from its bytes +[\d.]+ ms \(([\d.]+)x\)", outputs)[1]
-    assert abs(float(ratio) - float(float32)) < 0.5  # "close to float32's"
-    assert f"took {ratio} times its bytes' time, close to float32's {float32}" in prose(decoding, "en").replace("\n", " ")
-    assert f"读字节所需时间的 {ratio} 倍，和 float32 的 {float32} 倍相差不远" in prose(decoding, "zh")
+    assert float(ratio) > 1.5  # "even llama.cpp's step" is well above its bytes' time
+    assert f"took {ratio} times its bytes' time" in prose(decoding, "en").replace("\n", " ")
+    assert f"读字节所需时间的 {ratio} 倍" in prose(decoding, "zh")
