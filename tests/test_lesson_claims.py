@@ -549,8 +549,12 @@ def test_lesson14_the_float32_step_against_its_bytes_as_section_3_reads_it(decod
     bytes_ms, share, step = printed(r"float32 at batch 1: its weights and cache at the bandwidth roof would take ([\d.]+) ms, "
                                     r"(\d+)% of its ([\d.]+) ms step", outputs).groups()
     assert 30 <= int(share) <= 40  # "about a third"
+    most, made = printed(r"at most (\d+) tokens a second, against its (\d+)", outputs).groups()
+    assert (int(most), int(made)) == (round(1e3 / float(bytes_ms)), round(1e3 / float(step)))  # tokens a second, by hand
     for language in ("en", "zh"):
         assert all(number in prose(decoding, language) for number in (bytes_ms, f"{share}%", step)), language
+    assert f"more than {most} tokens a second; this one made {made}" in prose(decoding, "en").replace("\n", " ")
+    assert f"每秒最多只能解码 {most} 个词元，它实际是 {made} 个" in prose(decoding, "zh")
 
 
 def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothing(decoding):
