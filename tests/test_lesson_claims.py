@@ -385,12 +385,12 @@ def test_lesson14_the_bench_thread_lines_as_the_text_reads_them(decoding):
     linear = printed(r"  matmul floor: +([\d.]+) / ([\d.]+) ms, ([\d.]+) / [\d.]+ GB/s, (\d+)% / \d+% of the sum", outputs).groups()
     left = printed(r"  matmul floor weights-left: +([\d.]+) / ([\d.]+) ms, ([\d.]+) / [\d.]+ GB/s, (\d+)% / \d+% of the sum",
                    outputs).groups()
-    *sums, roof = printed(r"a sum over 256 MiB: ([\d.]+) / ([\d.]+) GB/s \(this run's bandwidth roof, measured at its start: "
+    *sums, roof = printed(r"a sum over 256 MiB: ([\d.]+) / ([\d.]+) GB/s \(this run's bandwidth roof, measured before its formats' loop: "
                           r"([\d.]+) GB/s\)", outputs).groups()
     assert linear[0] == linear[1]  # "45.1 ms on one thread and on two"
     assert float(left[1]) < 0.8 * float(left[0]) and int(left[3]) > int(linear[3])  # the second thread used; a faster read
     assert roof == printed(r"with bfloat16 instructions:\n  compute roofs: [^\n]*; bandwidth roof ([\d.]+) GB/s", outputs)[1]
-    assert float(sums[1]) > 1.3 * float(roof)  # "against the 35.2 this run measured at its start": the bandwidth moved
+    assert float(sums[1]) > 1.3 * float(roof)  # "against the 35.2 measured before the formats' loop": the bandwidth moved
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in (linear[0], linear[2], f"{linear[3]}%", left[2], f"{left[3]}%", left[0], left[1], sums[1], roof):

@@ -272,10 +272,11 @@ def check_floor_share(answer: object) -> None:
         return feedback(True, f"2 × {row['weight_bytes'] / FLOAT32 / 1e6:.1f} M weights × 16 rows in {row['ms']:.1f} ms is "
                         f"{gflop_s:.1f} GFLOP/s, {expected:.2f} of the {roof:.1f} GFLOP/s roof. On paper past the ridge, these "
                         "products are still far from bound by arithmetic: the roof was measured with a large matmul, and a "
-                        "few-row kernel does not run the way that matmul does (exercise 3 shows the same for one row).",
+                        "few-row kernel most likely does not run the way that matmul does (not measured here; exercise 3 shows the "
+                        "same for one row).",
                         f"2 × {row['weight_bytes'] / FLOAT32 / 1e8:.3f} 亿个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
                         f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍。纸面上已经过了脊点，这些乘法却还远没有受算力限制：屋顶是用一次"
-                        "大矩阵乘法测的，而只乘几行的内核工作方式和它不同（练习 3 会看到只乘一行时也是这样）。")
+                        "大矩阵乘法测的，而只乘几行的内核很可能工作方式和它不同（这里没有测过；练习 3 会看到只乘一行时也是这样）。")
     if _close(found, 100 * expected, 0.03):
         return feedback(False, "That is a percentage; give the share as a fraction.", "这是百分数；请写成小数。")
     if _close(found, gflop_s, 0.03):
@@ -329,18 +330,18 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"bfloat16 step (about 1 FLOP per byte) right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row "
              f"products. On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "
              f"as fast. The bench measured {first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), and "
-             f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound (a bound from the roof read at that "
-             f"run's start; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
+             f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound (a bound from the roof read before that "
+             f"run's formats loop; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
              f"{first_ms / bounds[0]:.1f} times its arithmetic bound but also {first_ms / (megabytes / bandwidth):.1f} times its "
-             "bytes' time, so that machine cannot tell the two bounds apart; on the second, a one-row product does not run "
-             "the way the large product that measured the roof does. A measured roof says how fast the kernel that measured it can "
+             "bytes' time, so that machine cannot tell the two bounds apart; on the second, a one-row product most likely does not run "
+             "the way the large product that measured the roof does (not measured). A measured roof says how fast the kernel that measured it can "
              "run; a one-row kernel may fall far below it, so measure the kernel a point actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
              f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
              f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测的速度却只是第一台的 "
              f"{first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），而 {second_ms:.1f} 毫秒是第二台机器"
-             f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行开头测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
+             f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行在给各格式计时之前测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
              f"{first_ms:.1f} 毫秒是它运算下限的 {first_ms / bounds[0]:.1f} 倍，也是读字节所需时间的 {first_ms / (megabytes / bandwidth):.1f} 倍，"
              "所以那台机器分不出是哪一道下限在起作用；到了第二台机器上，只有一行的乘法，"
-             "工作方式和测屋顶的那次大矩阵乘法不同。实测的屋顶只说明测它的那个内核能跑多快，只乘一行的内核可能远远达不到它；"
+             "工作方式很可能和测屋顶的那次大矩阵乘法不同（没有测过）。实测的屋顶只说明测它的那个内核能跑多快，只乘一行的内核可能远远达不到它；"
              "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")
