@@ -244,12 +244,16 @@ def test_the_machines_table_reads_both_runs_step_by_step():
 
 
 def test_a_cpu_whose_flags_cannot_be_read_has_unknown_bfloat16_instructions(monkeypatch, tmp_path):
-    """Without /proc/cpuinfo (macOS, Windows) the live line says 'unknown' rather than 'no bfloat16 instructions'."""
+    """Without /proc/cpuinfo (macOS, Windows), or with an Arm one that lists "Features" instead of x86 "flags", the live
+    line says 'unknown' rather than 'no bfloat16 instructions'."""
     monkeypatch.setattr(q4_weights, "CPUINFO", str(tmp_path / "missing"))
     path = q4_weights.kernel_path()
     assert path["avx512_bf16"] is None and path["amx_bf16"] is None
     assert results.machine_name({"kernel": path}).endswith(", bfloat16 instructions unknown")
     assert results.machine_name({"kernel": path}, "zh").endswith("，bfloat16 指令未知")
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nFeatures\t: fp asimd bf16\n", encoding="utf-8")  # Linux on Arm
+    monkeypatch.setattr(q4_weights, "CPUINFO", str(tmp_path / "cpuinfo"))
+    assert results.machine_name({"kernel": q4_weights.kernel_path()}).endswith(", bfloat16 instructions unknown")
     (tmp_path / "cpuinfo").write_text("flags\t\t: fpu avx2 avx512_bf16\n", encoding="utf-8")
     monkeypatch.setattr(q4_weights, "CPUINFO", str(tmp_path / "cpuinfo"))
     assert results.machine_name({"kernel": q4_weights.kernel_path()}).endswith(", with bfloat16 instructions")
