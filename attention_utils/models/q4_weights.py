@@ -51,9 +51,10 @@ def kernel_path() -> dict:
     """Which int4 kernel path q4 takes here: torch's CPU capability and whether the CPU has bfloat16 instructions."""
     try:
         with open(CPUINFO, encoding="utf-8") as cpuinfo:
+            # an Arm CPU lists "Features", not x86 "flags": no such line leaves the flags unknown, not absent
             flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), None)
-    except OSError:  # no /proc/cpuinfo (macOS, Windows): the flags are unknown, not absent
-        flags = None  # and an Arm CPU lists "Features", not x86 "flags": unknown too
+    except OSError:  # no /proc/cpuinfo (macOS, Windows): the flags are unknown too
+        flags = None
     return {"cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "avx512_bf16": None if flags is None else "avx512_bf16" in flags,
             "amx_bf16": None if flags is None else "amx_bf16" in flags, "activations": "bfloat16 (the int4 kernel's vectorized path)"}
