@@ -490,14 +490,11 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
     def quartiles(name: str) -> tuple[float, float]:
         return tuple(float(q) for q in printed(rf"\n{name}\s+[\d.]+\s+[\d.]+ \(([\d.]+)–([\d.]+)\)", table).groups())
     steps = {name: row(f"{name}, decode step") for name in ("float32", "bfloat16", "int8", "q4", "q4 compiled", "matmul floor")}
-    batch8 = {name: row(f"{name}, decode step, batch 8") for name in ("float32", "bfloat16")}
     prefill = row("bfloat16, prefill")
     second = {name: float(step[1]) for name, step in steps.items()}
     assert second["float32"] > second["bfloat16"] > second["int8"] > second["q4"]  # "line up by their bytes"
     spreads = [quartiles(f"{name}, decode step") for name in ("q4", "int8", "bfloat16", "float32")]
     assert all(low[1] < high[0] for low, high in zip(spreads, spreads[1:]))  # "none inside another's quartiles"
-    int8_8, bfloat16_8 = (quartiles(f"{name}, decode step, batch 8") for name in ("int8", "bfloat16"))
-    assert int8_8[0] < bfloat16_8[1] and bfloat16_8[0] < int8_8[1]  # batch 8: "even ... with overlapping quartiles"
     q4_share = f"{second['q4'] / second['float32']:.2f}"  # "q4 took 0.30 of float32's time for 0.23 of its bytes"
     assert max(float(steps[n][2]) for n in ("bfloat16", "int8", "q4")) < min(float(steps[n][2]) for n in ("float32", "matmul floor"))
     assert float(steps["matmul floor"][2]) > 0.95  # "alone (the floor) did not get faster"
@@ -509,19 +506,18 @@ def test_lesson14_the_second_machine_as_the_saved_runs_measured_them(decoding):
     ratios = [printed(r"int8's step takes ([\d.]+)x as long as bfloat16's; at batch 8 bfloat16's takes ([\d.]+)x as long as "
                       r"float32's; q4 compiled ([\d.]+)x", outputs[at:]).groups()
               for at in (0, outputs.index("with bfloat16 instructions:\n"))]
-    assert 0.85 < float(ratios[0][0]) < 1.15 and float(ratios[1][0]) < 0.8  # "about even", "clearly faster"
+    assert 0.85 < float(ratios[0][0]) < 1.15  # section 6: int8 "takes about as long" as bfloat16 on the first machine
     assert float(ratios[0][1]) > 1 > float(ratios[1][1])  # bfloat16 behind float32 at batch 8 on the first only
     numbers = [*(steps[n][2] for n in ("int8", "q4", "bfloat16", "float32", "matmul floor")), *(steps[n][1] for n in
                ("float32", "bfloat16", "int8", "q4")), f"{reads[1]:.1f}", f"{reads[0]:.1f}", *ratios[0][:1],
-               *ratios[1][:2], ratios[0][1], *roofs[1], *roofs[0], *prefill[:2][::-1], ratios[1][2], ratios[0][2],
+               ratios[1][1], ratios[0][1], *roofs[1], *roofs[0], *prefill[:2][::-1],
                *(printed(rf"\n{name}, decode step\s+-\s+([\d.]+)", table)[1] for name in (
                    "float32 weights-left", "matmul floor weights-left", "matmul floor q4")),
-               row("q4 compiled, decode step")[1], q4_share, *(row(f"{n}, decode step, batch 8")[1] for n in ("int8", "bfloat16"))]
+               q4_share]
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in numbers:
             assert number in text, (language, number)
-    assert "about even" in prose(decoding, "en") and "差不多" in prose(decoding, "zh")
 
 
 def test_lesson14_bfloat16_behind_float32_reads_its_batched_steps(decoding):
