@@ -171,23 +171,24 @@ def check_int8_miss(reason: object) -> None:
     if picked == "kernel":
         first = _runs()[0]
         int8_out, bfloat16_out = (outside_products_ms(first)[name] for name in ("int8", "bfloat16"))
-        kernel, rate = first["int8_kernel"], fitted_line()[0]
+        kernel = first["int8_kernel"]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
+        bf16_read = saved_steps()["bfloat16"][0] / kernel["bfloat16_linear_ms"]  # MB per ms: GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
-                        f"about half the line's {rate:.1f}, and took nearly as long as bfloat16's F.linear over the same weights in "
-                        f"twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its "
-                        "time followed the weights more than the bytes. For every weight it reads, torch's int8 kernel widens the byte to a "
-                        "float and multiplies-adds it with the widened bfloat16 input (the row's scale is applied once per output); "
-                        "on the first machine (AVX2) that work most likely takes longer than reading the byte, and with one row no "
-                        "other row shares it. Option 3 does not "
+                        f"about half bfloat16's F.linear's {bf16_read:.1f}, and took nearly as long over the same weights in twice "
+                        f"the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its time "
+                        "followed the weights more than the bytes. On x86, for every weight it reads, torch's int8 kernel widens the "
+                        "byte to a float, multiplies it by the row's scale and multiplies-adds it with the widened bfloat16 input; on "
+                        "the first machine (AVX2) that work most likely takes longer than reading the byte, and with one row no other "
+                        "row shares it. Option 3 does not "
                         f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
                         "the same (both steps come from one loop and both kernels from another, so a shift between the loops "
                         "roughly cancels in this comparison, if it hit both formats alike).",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
-                        f"约为直线速率 {rate:.1f} 的一半；它和 bfloat16 的 F.linear 处理同样的权重，字节数只有一半，耗时却几乎一样"
+                        f"约为 bfloat16 的 F.linear（{bf16_read:.1f} GB/s）的一半；两者处理同样的权重，int8 的字节数只有一半，耗时却几乎一样"
                         f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：在这里，耗时更多地"
-                        "跟着权重的个数走，而不是字节数。torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数，再和同样展开的 bfloat16 "
-                        "输入做乘加（每行的缩放系数在最后对每个输出乘一次）；在第一台机器（AVX2）上，这份运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
+                        "跟着权重的个数走，而不是字节数。在 x86 上，torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上这一行的缩放系数，"
+                        "再和同样展开的 bfloat16 输入做乘加；在第一台机器（AVX2）上，这些运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
                         f"选项 3 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
                         f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环；只要漂移对两种格式一样，它在这个比较里就大致抵消）。")
     if picked == "embedding":
