@@ -175,8 +175,8 @@ def check_int8_miss(reason: object) -> None:
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         bf16_read = saved_steps()["bfloat16"][0] / kernel["bfloat16_linear_ms"]  # MB per ms: GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
-                        f"about half bfloat16's F.linear's {bf16_read:.1f}, and took nearly as long over the same weights in twice "
-                        f"the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its time "
+                        f"about half bfloat16's F.linear's {bf16_read:.1f}, and took nearly as long as that F.linear, which reads the same "
+                        f"weights in twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its time "
                         "followed the weights more than the bytes. On x86, for every weight it reads, torch's int8 kernel widens the "
                         "byte to a float, multiplies it by the row's scale and multiplies-adds it with the widened bfloat16 input; on "
                         "the first machine (AVX2) that work most likely takes longer than reading the byte, and with one row no other "
