@@ -620,3 +620,58 @@ def test_lesson14_llama_cpp_against_its_bytes(decoding):
     assert float(ratio) > 1.5  # "even llama.cpp's step" is well above its bytes' time
     assert f"took {ratio} times its bytes' time" in prose(decoding, "en").replace("\n", " ")
     assert f"读字节所需时间的 {ratio} 倍" in prose(decoding, "zh")
+
+
+def _saved_run(name: str) -> dict:
+    return json.loads((NOTEBOOKS.parent / "figures" / name).read_text(encoding="utf-8"))
+
+
+def _row(run: dict, fmt: str, phase: str = "decode") -> dict:
+    return next(r for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, 1, phase))
+
+
+def test_lesson14_the_loops_gap_on_both_machines(decoding):
+    """Section 4: the same float32 step (and its prefill) in the bench's two loops, on both machines, by hand from the
+    saved files; the prose quotes the printed numbers in both languages."""
+    outputs = stored_text(decoding)
+    first, second = _saved_run("bench_model.json"), _saved_run("bench_model_bf16_cpu.json")
+    here, there = printed(r"the prefill at T = 128: (\d+) ms here, (\d+) ms in section 3's table", outputs).groups()
+    lesson13 = next(r for r in first["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
+    assert (int(here), int(there)) == (round(lesson13["prefill_ms"]), round(_row(first, "float32", "prefill")["ms"]))
+    one, other, apart = printed(r"the second machine, the same two loops: ([\d.]+) and ([\d.]+) ms, ([\d.]+) apart", outputs).groups()
+    again = next(r for r in second["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
+    assert (float(one), float(other)) == (round(again["decode_ms"], 1), round(_row(second, "float32")["ms"], 1))
+    assert abs(abs(float(other) - float(one)) - float(apart)) < 0.11
+    assert float(apart) < 11.0 / 4  # "the gap is no rule": far smaller on the second machine
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        assert all(number in text for number in (here, there, apart)), (language, here, there, apart)
+
+
+def test_lesson14_the_second_machines_later_bandwidth_read(decoding):
+    """Section 1: the second machine's roof before its formats' loop and the same two-thread sum later (its thread
+    rows), by hand from the saved file; the prose's 'much higher' and its numbers."""
+    outputs = stored_text(decoding)
+    second = _saved_run("bench_model_bf16_cpu.json")
+    before, later = (float(v) for v in printed(r"the second machine's bench: bandwidth ([\d.]+) GB/s before its formats' loop, "
+                                               r"([\d.]+) GB/s from the same two-thread sum", outputs).groups())
+    assert before == round(second["roofs"]["bandwidth_gb_s"], 1)
+    assert later == round(second["threads"]["bandwidth_gb_s"][str(max(second["threads"]["threads"]))], 1)
+    assert later > 1.5 * before  # "much higher"
+    share = round(100 * (22.8 / 62.9) * before / later)  # section 3's what-if: the share at the later read's ratio
+    assert share == 22
+    for language in ("en", "zh"):
+        assert all(f"{v:.1f}" in prose(decoding, language) for v in (before, later)) and "22%" in prose(decoding, language)
+
+
+def test_lesson14_section_8_black_roof_and_prefill_rate(decoding):
+    """Section 8: the black roof (a @ b at 2,048²) and bfloat16's prefill rate the figure's reading compares, by hand."""
+    outputs = stored_text(decoding)
+    second = _saved_run("bench_model_bf16_cpu.json")
+    roof, rate = printed(r"with bfloat16 instructions:\n[^\n]*\n  black roof \(a @ b, 2,048²\) (\d+) GFLOP/s; bfloat16's prefill "
+                         r"reached (\d+) GFLOP/s", outputs).groups()
+    prefill = _row(second, "bfloat16", "prefill")
+    assert int(roof) == round(second["roofs"]["matmul_gflop_s"]) and int(rate) == round(prefill["flops"] / prefill["ms"] / 1e6)
+    assert int(roof) < int(rate) < round(second["format_roofs"]["bfloat16"])  # "above the black roof, under its own"
+    for language in ("en", "zh"):
+        assert roof in prose(decoding, language) and rate in prose(decoding, language)

@@ -173,7 +173,7 @@ def check_int8_miss(reason: object) -> None:
         int8_out, bfloat16_out = (outside_products_ms(first)[name] for name in ("int8", "bfloat16"))
         kernel = first["int8_kernel"]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
-        bf16_read = saved_steps()["bfloat16"][0] / kernel["bfloat16_linear_ms"]  # MB per ms: GB/s
+        bf16_read = kernel["bfloat16_bytes"] / kernel["bfloat16_linear_ms"] / 1e6  # GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
                         f"about half bfloat16's F.linear's {bf16_read:.1f}, and took nearly as long as that F.linear, which reads the same "
                         f"weights in twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its time "
