@@ -433,6 +433,14 @@ def test_a_table_in_another_language_is_refused():
         assert_contract_error(lambda: model_format_table(load_saved(SAVED_MODEL), bad), "language", kind=kind)
 
 
+def test_a_table_of_chosen_rows_names_what_it_cannot_show():
+    saved = load_saved(SAVED_MODEL)
+    assert_contract_error(lambda: model_format_table(saved, rows=("float33",)), "rows", "'float33'", "float32", kind=ValueError)
+    assert_contract_error(lambda: model_format_table(saved, rows="float32"), "rows", "tuple", kind=TypeError)
+    chosen = model_format_table(saved, rows=("float32", "matmul floor"), quality=False).splitlines()
+    assert [line.split()[0] for line in chosen[1:]] == ["float32", "matmul"] and "perplexity" not in chosen[0]
+
+
 def test_odd_sizes_ids_and_bases_found_by_the_third_probe(text, llama):
     class OddHeads(SmolSizes):
         num_kv_heads = 5

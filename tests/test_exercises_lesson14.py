@@ -69,6 +69,13 @@ def test_the_loops_drift_is_read_from_the_saved_rows():
     assert f"the same step moved {drift:.1f} ms between two loops" in verdict(lesson14.check_outside, OUTSIDE_MS)
 
 
+def test_exercise_3a_feedback_answers_its_question_about_exercise_1s_line():
+    """Exercise 3 (a) asks what bfloat16's side of its ridge says about exercise 1's line; the right answer's feedback says it."""
+    out = verdict(lesson14.check_bfloat16_ridge, BF16_RIDGE, ROOFLINE_GAIN)
+    assert "Correct" in out and "exercise 1's line" in out and "练习 1 穿过 bfloat16 那一行画的直线" in out
+    assert BF16_RIDGE < 1  # the point it reads (about 1 FLOP per byte) is right of this ridge, by hand from the saved roofs
+
+
 def test_the_steps_themselves_get_the_subtraction_hint():
     out = verdict(lesson14.check_int8_outside, T8, T16)  # the steps, not what is left outside their products
     assert "Not yet" in out and "section 6's kernel lines" in out

@@ -331,7 +331,9 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
                         "用第一台的下限除以第二台的。")
     feedback(True, f"The ridge is {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, so the roofline puts a batch-1 "
              f"bfloat16 step (about 1 FLOP per byte) right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row "
-             f"products. On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "
+             f"products. So exercise 1's line, drawn through the bfloat16 row as if every step waited for its bytes, also ran through "
+             "a point the roofline calls arithmetic-bound: one more reason its B is no read rate. "
+             f"On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "
              f"as fast. The bench measured {first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), and "
              f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound (a bound from the roof read before that "
              f"run's formats loop; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
@@ -340,7 +342,8 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              "the way the large product that measured the roof does (not measured). A measured roof says how fast the kernel that measured it can "
              "run; a one-row kernel may fall far below it, so measure the kernel a point actually runs (the bench's one-row lines) before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
-             f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。到了第二台机器上，"
+             f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。所以练习 1 穿过 bfloat16 那一行画的直线，"
+             "把每一步都当成在等字节，却穿过了一个屋顶线模型认为受算力限制的点：这也是那条线的 B 不能当作读取速度的又一个原因。到了第二台机器上，"
              f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测的速度却只是第一台的 "
              f"{first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），而 {second_ms:.1f} 毫秒是第二台机器"
              f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行在给各格式计时之前测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"

@@ -156,28 +156,43 @@ def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
 
 
 @reads("SAVED_MODEL", "timings", "format")
-def model_format_table(results: dict, language: str = "en") -> str:
-    """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and quality against float32."""
+def model_format_table(results: dict, language: str = "en", rows: tuple[str, ...] | None = None,
+                       quality: bool = True) -> str:
+    """Batch 1, prompt of the saved length: per format the bytes, decode step, prefill and (with quality) the quality
+    against float32; rows picks the formats to show, so a lesson can print each where it introduces it."""
 
-    headers = (["权重格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）", "各自生成一致率",
-                "教师强制一致率", "最大 logit 差", "困惑度"] if language == "zh" else
-               ["format", "weights (MB)", "decode step (ms)", "prefill (ms)", "decode speed vs float32",
-                "free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
+    headers = (["权重格式", "权重（MB）", "一步解码（毫秒）", "预填充（毫秒）", "解码速度（相对 float32）"] if language == "zh" else
+               ["format", "weights (MB)", "decode step (ms)", "prefill (ms)", "decode speed vs float32"])
+    if quality:
+        headers += (["各自生成一致率", "教师强制一致率", "最大 logit 差", "困惑度"] if language == "zh" else
+                    ["free-running agreement", "teacher-forced agreement", "largest logit diff", "perplexity"])
     base = model_timing(results, "float32")["ms"]
-    rows = []
+    timed = {r["format"] for r in results["timings"]}
     # q4 from issue 48's bench on; llama.cpp where installed; a row the run did not time is left out
     shown_rows = (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor", "matmul floor q4")
-    for fmt in (f for f in shown_rows if any(r["format"] == f for r in results["timings"])):
+    if rows is not None:
+        if isinstance(rows, str):
+            raise TypeError(bilingual(f"rows must be a tuple of format names, such as ('float32', 'q4'), not the string {rows!r}.",
+                                      f"rows 必须是由格式名组成的元组，例如 ('float32', 'q4')，不能是字符串 {rows!r}。"))
+        unknown = [name for name in rows if name not in timed]
+        if unknown:
+            raise ValueError(bilingual(f"rows names {unknown}, which this run did not time; it timed {sorted(timed)}.",
+                                       f"rows 里的 {unknown} 这次运行没有计时；计过时的有 {sorted(timed)}。"))
+        shown_rows = tuple(rows)
+    table_rows = []
+    for fmt in (f for f in shown_rows if f in timed):
         step = model_timing(results, fmt)
         prefill = [r for r in results["timings"] if (r["format"], r["phase"]) == (fmt, "prefill")]
         # measured for every format (a missing one is named), not for transformers, llama.cpp, compiled steps or floors
         q = results["quality"][fmt] if fmt in FORMATS or fmt in results["quality"] else None
-        shown = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
-        rows.append([shown, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
-                     f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}{' 倍' if language == 'zh' else '×'}",
-                     *([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
-                        f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)])
-    return table(headers, rows)
+        shown_name = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
+        cells = [shown_name, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
+                 f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}{' 倍' if language == 'zh' else '×'}"]
+        if quality:
+            cells += ([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
+                       f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)
+        table_rows.append(cells)
+    return table(headers, table_rows)
 
 
 @reads("SAVED_MODEL", "timings", "format")
