@@ -25,7 +25,7 @@ from attention_utils.inference.latent_attention import LatentAttention, LatentCa
 from attention_utils.inference.low_rank_cache import LowRankLayerCache, fit_bases, fit_basis, low_rank_kv_cache
 from attention_utils.inference.quantized_cache import check_bits, dequantize, pack_int4, quantize, unpack_int4
 from attention_utils.inference.weight_formats import Int8Linear, quantize_rows, to_format
-from attention_utils.results import SAVED, SAVED_MODEL, decode_table, load_saved, model_format_table
+from attention_utils.results import SAVED, SAVED_MODEL, decode_table, load_saved, model_batch_table, model_format_table
 from attention_utils.tiny_model import TinyAttentionModel
 from contract_helpers import assert_contract_error
 from tiny_models import tiny_llama
@@ -439,6 +439,9 @@ def test_a_table_of_chosen_rows_names_what_it_cannot_show():
     assert_contract_error(lambda: model_format_table(saved, rows="float32"), "rows", "tuple", kind=TypeError)
     chosen = model_format_table(saved, rows=("float32", "matmul floor"), quality=False).splitlines()
     assert [line.split()[0] for line in chosen[1:]] == ["float32", "matmul"] and "perplexity" not in chosen[0]
+    assert_contract_error(lambda: model_batch_table(saved, rows=("q5",)), "rows", "'q5'", kind=ValueError)
+    assert model_batch_table(saved, rows=("float32",)).splitlines()[0].split("  ")[-1].strip() == "float32 (ms/step, tokens/s)"
+    assert_contract_error(lambda: explorers14.draw_roofline(saved, rows=("q5",)), "rows", "'q5'", kind=ValueError)
 
 
 def test_odd_sizes_ids_and_bases_found_by_the_third_probe(text, llama):

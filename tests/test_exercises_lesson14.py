@@ -76,6 +76,14 @@ def test_exercise_3a_feedback_answers_its_question_about_exercise_1s_line():
     assert BF16_RIDGE < 1  # the point it reads (about 1 FLOP per byte) is right of this ridge, by hand from the saved roofs
 
 
+def test_exercise_1c_right_option_also_answers_the_other_two():
+    """The right option's feedback says why options 1 (the table) and 3 (outside the products) do not hold."""
+    out = verdict(lesson14.check_int8_miss, 2)
+    assert "Correct" in out and "Option 1 does not hold" in out and "Option 3 does not" in out
+    assert f"{W8:.0f} MB your prediction used already count the bfloat16 embedding table" in out
+    assert "选项 1 也站不住" in out
+
+
 def test_the_steps_themselves_get_the_subtraction_hint():
     out = verdict(lesson14.check_int8_outside, T8, T16)  # the steps, not what is left outside their products
     assert "Not yet" in out and "section 6's kernel lines" in out

@@ -293,7 +293,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     eager_floor, compiled_floor = printed(r"(\d\.\d+) of its speed eager, (\d\.\d+) compiled", outputs).groups()
     llama = printed(r"q4 compiled takes ([\d.]+)x as long as llama.cpp", outputs)[1]
     q4_bytes = printed(r"q4 +measured +[\d.]+ ms, from its bytes +([\d.]+) ms", outputs)[1]
-    other = printed(r"the second machine \(section 9\): float32 [\d.]+ → [\d.]+ ms compiled \(([\d.]+) less\), q4 [\d.]+ → "
+    other = printed(r"the second machine \(section 10\): float32 [\d.]+ → [\d.]+ ms compiled \(([\d.]+) less\), q4 [\d.]+ → "
                     r"([\d.]+) ms compiled \(([\d.]+) less\); q4's products alone ([\d.]+) ms", outputs).groups()
     assert float(rows["q4"][2]) > float(rows["float32"][2])  # on the first machine "q4 saved more than float32"
     assert other[0] == other[2]  # on the second "both saved the same"
@@ -349,8 +349,7 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     ridge, roof_gain, measured_gain = printed(r"The ridge is [\d.]+ / [\d.]+ ≈ ([\d.]+) FLOPs per byte.*? at least [\d.]+ ms: "
                                               r"([\d.]+) times as fast. The bench measured ([\d.]+) times", outputs).groups()
     assert float(ridge) < 1 and float(roof_gain) > 1.5 * float(measured_gain)  # "does not follow the large product's roof"
-    floor = {b: printed(rf"\n{b}\s+[\d.]+, \d+\s+[\d.]+, \d+\s+[\d.]+, \d+\s+[\d.]+, \d+\s+([\d.]+), \d+", outputs)[1]
-             for b in (1, 2, 4, 8)}
+    floor = _batch_column(outputs, "matmul floor")
     assert max(float(floor[b]) for b in (2, 4, 8)) < 1.05 * min(float(floor[b]) for b in (2, 4, 8))  # "about as long at 2, 4 or 8"
     assert 1.7 < float(floor[2]) / float(floor[1]) < 2.0  # "nearly twice the one-row kernel"
     kernel = [printed(r"bfloat16 F.linear:?\s+([\d.]+) ms for", outputs)[1]]  # the int8 kernel's time is exercise 1's to read
@@ -380,7 +379,7 @@ def test_lesson14_the_live_thread_lines_reproduce_what_the_text_says_they_reprod
 
 
 def test_lesson14_the_bench_thread_lines_as_the_text_reads_them(decoding):
-    """Section 8 reads the second machine's thread lines: nn.Linear's one-row floor as long on one thread as on two, its
+    """Section 9 reads the second machine's thread lines: nn.Linear's one-row floor as long on one thread as on two, its
     share of one thread's sum, weights-left's share and its use of the second thread, and the sum's two readings."""
     outputs = stored_text(decoding)
     linear = printed(r"  matmul floor: +([\d.]+) / ([\d.]+) ms, ([\d.]+) / [\d.]+ GB/s, (\d+)% / \d+% of the sum", outputs).groups()
@@ -526,8 +525,9 @@ def test_lesson14_bfloat16_behind_float32_reads_its_batched_steps(decoding):
     outputs = stored_text(decoding)
     printed_ms, *shares, first, second = printed(r"bfloat16 steps at batch 4, 8, 16: ([\d., ]+) ms; [\d., ]+ GFLOP/s, (\d+)%, (\d+)%, "
                                                  r"(\d+)% of bfloat16's roof; each doubling ([\d.]+)x, ([\d.]+)x", outputs).groups()
-    steps = [printed(rf"\n{b}\s+[\d.]+, \d+\s+([\d.]+), \d+", outputs)[1] for b in (4, 8, 16)]
-    assert printed_ms == ", ".join(steps)  # the kernel cell's line repeats section 5's table
+    column = _batch_column(outputs, "bfloat16")
+    steps = [column[b] for b in (4, 8, 16)]
+    assert printed_ms == ", ".join(steps)  # the kernel cell's line repeats the batch table
     growth = [f"{float(b) / float(a):.2f}" for a, b in zip(steps, steps[1:])]
     assert growth == [first, second] and all(1.6 < float(g) < 2.0 for g in growth)  # "1.71 and then 1.91 times as long"
     for language in ("en", "zh"):
@@ -568,8 +568,8 @@ def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothi
         assert one_thread in prose(decoding, language) and floor in prose(decoding, language), language
 
 
-def test_lesson14_the_roof_and_byte_ratios_section_9_works_out(decoding):
-    """Section 9's '0.13 of float32's' and '2.04 times it' roofs and the summary's '0.30 of float32's time for 0.23 of
+def test_lesson14_the_roof_and_byte_ratios_section_10_works_out(decoding):
+    """Section 10's '0.13 of float32's' and '2.04 times it' roofs and the summary's '0.30 of float32's time for 0.23 of
     its bytes', printed per machine and checked against the printed roofs and bytes."""
     outputs = stored_text(decoding)
     roof_ratios = re.findall(r"  bfloat16's roof ([\d.]+)x float32's; q4's step ([\d.]+) of float32's time for ([\d.]+) of its bytes", outputs)
@@ -623,6 +623,19 @@ def test_lesson14_llama_cpp_against_its_bytes(decoding):
     assert f"读字节所需时间的 {ratio} 倍" in prose(decoding, "zh")
 
 
+def _batch_column(outputs: str, name: str) -> dict[int, str]:
+    """The ms of one format in the first printed batch table that has its column, by batch (read from the header)."""
+    header_at = outputs.index(f"{name} (ms/step, tokens/s)")
+    start, end = outputs.rindex("\n", 0, header_at) + 1, outputs.index("\n", header_at)
+    column = re.split(r"\s{2,}", outputs[start:end].strip()).index(f"{name} (ms/step, tokens/s)")
+    found = {}
+    for line in outputs[end + 1:].split("\n"):
+        if not re.match(r"\d+\s", line):
+            return found
+        found[int(line.split()[0])] = re.split(r"\s{2,}", line.strip())[column].split(",")[0]
+    return found
+
+
 def _saved_run(name: str) -> dict:
     return json.loads((NOTEBOOKS.parent / "figures" / name).read_text(encoding="utf-8"))
 
@@ -632,7 +645,7 @@ def _row(run: dict, fmt: str, phase: str = "decode") -> dict:
 
 
 def test_lesson14_the_loops_gap_on_both_machines(decoding):
-    """Section 4's optional part: the same float32 step (and its prefill) in the bench's two loops, on both machines, by hand from the
+    """The end of section 4: the same float32 step (and its prefill) in the bench's two loops, on both machines, by hand from the
     saved files; the prose quotes the printed numbers in both languages."""
     outputs = stored_text(decoding)
     first, second = _saved_run("bench_model.json"), _saved_run("bench_model_bf16_cpu.json")
@@ -651,7 +664,7 @@ def test_lesson14_the_loops_gap_on_both_machines(decoding):
 
 
 def test_lesson14_the_second_machines_later_bandwidth_read(decoding):
-    """Section 4's optional part: the second machine's roof before its formats' loop and the same two-thread sum later (its thread
+    """The end of section 4: the second machine's roof before its formats' loop and the same two-thread sum later (its thread
     rows), by hand from the saved file; the prose's 'much higher' and its numbers."""
     outputs = stored_text(decoding)
     second = _saved_run("bench_model_bf16_cpu.json")
@@ -668,8 +681,8 @@ def test_lesson14_the_second_machines_later_bandwidth_read(decoding):
         assert all(f"{v:.1f}" in prose(decoding, language) for v in (before, later)) and "22%" in prose(decoding, language)
 
 
-def test_lesson14_section_9_black_roof_and_prefill_rate(decoding):
-    """Section 9: the black roof (a @ b at 2,048²) and bfloat16's prefill rate the figure's reading compares, by hand."""
+def test_lesson14_section_10_black_roof_and_prefill_rate(decoding):
+    """Section 10: the black roof (a @ b at 2,048²) and bfloat16's prefill rate the figure's reading compares, by hand."""
     outputs = stored_text(decoding)
     second = _saved_run("bench_model_bf16_cpu.json")
     roof, rate = printed(r"with bfloat16 instructions:\n[^\n]*\n  black roof \(a @ b, 2,048²\) (\d+) GFLOP/s; bfloat16's prefill "

@@ -183,14 +183,16 @@ def check_int8_miss(reason: object) -> None:
                         "row shares it. Option 3 does not "
                         f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
                         "the same (both steps come from one loop and both kernels from another, so a shift between the loops "
-                        "roughly cancels in this comparison, if it hit both formats alike).",
+                        "roughly cancels in this comparison, if it hit both formats alike). Option 1 does not hold either: the "
+                        f"{saved_steps()['int8'][0]:.0f} MB your prediction used already count the bfloat16 embedding table.",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
                         f"约为 bfloat16 的 F.linear（{bf16_read:.1f} GB/s）的一半；两者处理同样的权重，int8 的字节数只有一半，耗时却几乎一样"
                         f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：在这里，耗时更多地"
                         "跟着权重的个数走，而不是字节数。在 x86 上，torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上这一行的缩放系数，"
                         "再和同样展开的 bfloat16 输入做乘加；在第一台机器（AVX2）上，这些运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
                         f"选项 3 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
-                        f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环；只要漂移对两种格式一样，它在这个比较里就大致抵消）。")
+                        f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环；只要漂移对两种格式一样，它在这个比较里就大致抵消）。"
+                        f"选项 1 也站不住：你预测时用的 {saved_steps()['int8'][0]:.0f} MB 已经包含了 bfloat16 的嵌入表。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",

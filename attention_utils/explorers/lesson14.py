@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from ..checks import bilingual, shown
 from ..language import text
 from ..plotting.labels import label_points
-from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, machine_name, model_timing, reads, roofline_point, second_run
+from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, chosen_rows, machine_name, model_timing, reads, roofline_point, second_run
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
@@ -28,10 +28,12 @@ def _roof_at(intensity: float, roofs: dict) -> float:
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
-def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Figure:
-    """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled."""
+def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows: tuple[str, ...] | None = None) -> Figure:
+    """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled;
+    `rows` draws just the named rows (and their own compute roofs), so a lesson can add formats as it introduces them."""
     roofs, env = results["roofs"], results["environment"]
-    shown_formats = [f for f in (*FORMATS, "q4") if any(r["format"] == f for r in results["timings"])]  # q4: issue 48 on
+    drawn = {r["format"] for r in results["timings"]} if rows is None else set(chosen_rows(results, rows))
+    shown_formats = [f for f in (*FORMATS, "q4") if f in drawn]  # q4: issue 48 on
     measured = [(r["format"], r["batch"]) for r in results["timings"] if r["phase"] == "decode" and r["format"] in shown_formats]
     if highlight is not None and (not isinstance(highlight, tuple) or highlight not in measured):
         raise ValueError(bilingual(
@@ -43,12 +45,12 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
             label=text("roofs measured in this bench run", "这次基准测试测得的屋顶"))
     for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
-        if fmt in ("bfloat16", "int8"):
+        if fmt in ("bfloat16", "int8") and fmt in drawn:
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
             ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
                     label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'})",
                                f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
-    for fmt in (*shown_formats, "matmul floor"):
+    for fmt in (*shown_formats, *(["matmul floor"] if "matmul floor" in drawn else [])):
         rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
                       key=lambda r: r["batch"])
         points = [roofline_point(r) for r in rows]
@@ -58,11 +60,11 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None) -> Fi
     for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in shown_formats):
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="s", color=COLOURS[row["format"]], edgecolor="black")
-    for row in (r for r in results["timings"] if r["format"] == "llama.cpp"):  # measured only where it was installed
+    for row in (r for r in results["timings"] if r["format"] == "llama.cpp" and "llama.cpp" in drawn):  # where it was installed
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="*", s=120, color=COLOURS["llama.cpp"],
                    label=text("decode, llama.cpp on the same file, batch 1", "解码，llama.cpp 读同一个文件，批大小 1"))
-    for row in (r for r in results["timings"] if r["format"] in COMPILED_ROWS):  # where the bench could compile
+    for row in (r for r in results["timings"] if r["format"] in COMPILED_ROWS and r["format"] in drawn):  # where it could compile
         point, fmt = roofline_point(row), row["format"].split()[0]
         ax.scatter(point["intensity"], point["gflop_s"], marker="D", s=60, color=COLOURS[fmt], edgecolor="black",
                    label=text(f"decode, {fmt} compiled (torch.compile), batch 1", f"解码，{fmt}（编译后，torch.compile），批大小 1"))

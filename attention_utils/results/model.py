@@ -155,6 +155,19 @@ def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
     return zh if language == "zh" else en
 
 
+def chosen_rows(results: dict, rows: tuple[str, ...]) -> tuple[str, ...]:
+    """The formats a table was asked to show, each one this run timed: a clear error names any other."""
+    timed = {r["format"] for r in results["timings"]}
+    if isinstance(rows, str) or not isinstance(rows, (tuple, list)):
+        raise TypeError(bilingual(f"rows must be a tuple of format names, such as ('float32', 'q4'), not {shown(rows)}.",
+                                  f"rows 必须是由格式名组成的元组，例如 ('float32', 'q4')，不能是 {shown(rows, True)}。"))
+    unknown = [name for name in rows if name not in timed]
+    if unknown:
+        raise ValueError(bilingual(f"rows names {unknown}, which this run did not time; it timed {sorted(timed)}.",
+                                   f"rows 里的 {unknown} 这次运行没有计时；计过时的有 {sorted(timed)}。"))
+    return tuple(rows)
+
+
 @reads("SAVED_MODEL", "timings", "format")
 def model_format_table(results: dict, language: str = "en", rows: tuple[str, ...] | None = None,
                        quality: bool = True) -> str:
@@ -171,14 +184,7 @@ def model_format_table(results: dict, language: str = "en", rows: tuple[str, ...
     # q4 from issue 48's bench on; llama.cpp where installed; a row the run did not time is left out
     shown_rows = (*FORMATS, "q4", TRANSFORMERS, "llama.cpp", *COMPILED_ROWS, *LEFT_ROWS, "matmul floor", "matmul floor q4")
     if rows is not None:
-        if isinstance(rows, str):
-            raise TypeError(bilingual(f"rows must be a tuple of format names, such as ('float32', 'q4'), not the string {rows!r}.",
-                                      f"rows 必须是由格式名组成的元组，例如 ('float32', 'q4')，不能是字符串 {rows!r}。"))
-        unknown = [name for name in rows if name not in timed]
-        if unknown:
-            raise ValueError(bilingual(f"rows names {unknown}, which this run did not time; it timed {sorted(timed)}.",
-                                       f"rows 里的 {unknown} 这次运行没有计时；计过时的有 {sorted(timed)}。"))
-        shown_rows = tuple(rows)
+        shown_rows = chosen_rows(results, rows)
     table_rows = []
     for fmt in (f for f in shown_rows if f in timed):
         step = model_timing(results, fmt)
@@ -196,12 +202,13 @@ def model_format_table(results: dict, language: str = "en", rows: tuple[str, ...
 
 
 @reads("SAVED_MODEL", "timings", "format")
-def model_batch_table(results: dict, language: str = "en") -> str:
-    """Decode step and tokens per second at every saved batch size, per format, and the floor's step."""
+def model_batch_table(results: dict, language: str = "en", rows: tuple[str, ...] | None = None) -> str:
+    """Decode step and tokens per second at every saved batch size, per format, and the floor's step; rows picks the
+    formats (columns) to show."""
 
     batches = sorted({r["batch"] for r in results["timings"] if r["format"] == "float32" and r["phase"] == "decode"})
     every_batch = (*FORMATS, "q4", "float32 weights-left", "matmul floor weights-left", "matmul floor", "matmul floor q4")  # not the compiled rows
-    names = [n for n in every_batch if any(r["format"] == n for r in results["timings"])]
+    names = [n for n in (every_batch if rows is None else chosen_rows(results, rows)) if any(r["format"] == n for r in results["timings"])]
     headers = ["批大小" if language == "zh" else "batch"] + [
         f"{SHOWN_ZH.get(n, n)}（毫秒/步，词元/秒）" if language == "zh" else f"{n} (ms/step, tokens/s)" for n in names]
     rows = [[b] + [f"{model_timing(results, n, b)['ms']:.1f}, {1e3 * b / model_timing(results, n, b)['ms']:.0f}"
