@@ -206,7 +206,7 @@ def test_lesson15_weights_and_cache_shares(caches):
 
 
 def test_lesson14_kernel_rows_and_the_bench_profile(decoding):
-    """Section 6: both kernels read well below the bandwidth roof, bfloat16's roof is below float32's; section 8: mm most."""
+    """Section 6: both kernels read well below the bandwidth roof, bfloat16's roof is below float32's; section 9: mm most."""
     outputs = stored_text(decoding)
     bandwidth = _number(r"the bandwidth roof: ([\d.]+) GB/s", outputs)
     for name in ("int8 kernel", "bfloat16 F.linear"):
@@ -293,7 +293,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     eager_floor, compiled_floor = printed(r"(\d\.\d+) of its speed eager, (\d\.\d+) compiled", outputs).groups()
     llama = printed(r"q4 compiled takes ([\d.]+)x as long as llama.cpp", outputs)[1]
     q4_bytes = printed(r"q4 +measured +[\d.]+ ms, from its bytes +([\d.]+) ms", outputs)[1]
-    other = printed(r"the second machine \(section 10\): float32 [\d.]+ → [\d.]+ ms compiled \(([\d.]+) less\), q4 [\d.]+ → "
+    other = printed(r"the second machine \(section 11\): float32 [\d.]+ → [\d.]+ ms compiled \(([\d.]+) less\), q4 [\d.]+ → "
                     r"([\d.]+) ms compiled \(([\d.]+) less\); q4's products alone ([\d.]+) ms", outputs).groups()
     assert float(rows["q4"][2]) > float(rows["float32"][2])  # on the first machine "q4 saved more than float32"
     assert other[0] == other[2]  # on the second "both saved the same"
@@ -379,7 +379,7 @@ def test_lesson14_the_live_thread_lines_reproduce_what_the_text_says_they_reprod
 
 
 def test_lesson14_the_bench_thread_lines_as_the_text_reads_them(decoding):
-    """Section 9 reads the second machine's thread lines: nn.Linear's one-row floor as long on one thread as on two, its
+    """Section 10 reads the second machine's thread lines: nn.Linear's one-row floor as long on one thread as on two, its
     share of one thread's sum, weights-left's share and its use of the second thread, and the sum's two readings."""
     outputs = stored_text(decoding)
     linear = printed(r"  matmul floor: +([\d.]+) / ([\d.]+) ms, ([\d.]+) / [\d.]+ GB/s, (\d+)% / \d+% of the sum", outputs).groups()
@@ -556,7 +556,7 @@ def test_lesson14_the_float32_step_against_its_bytes_as_section_3_reads_it(decod
 
 
 def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothing(decoding):
-    """Section 8: the one-thread profile's matrix products per step against the two-thread matmul floor, printed and
+    """Section 9: the one-thread profile's matrix products per step against the two-thread matmul floor, printed and
     checked by hand from the saved profile (share × total time / steps), read as a hint in both languages."""
     outputs = stored_text(decoding)
     profile = json.loads((NOTEBOOKS.parent / "figures" / "bench_model.json").read_text(encoding="utf-8"))["profile"]
@@ -568,8 +568,8 @@ def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothi
         assert one_thread in prose(decoding, language) and floor in prose(decoding, language), language
 
 
-def test_lesson14_the_roof_and_byte_ratios_section_10_works_out(decoding):
-    """Section 10's '0.13 of float32's' and '2.04 times it' roofs and the summary's '0.30 of float32's time for 0.23 of
+def test_lesson14_the_roof_and_byte_ratios_section_11_works_out(decoding):
+    """Section 11's '0.13 of float32's' and '2.04 times it' roofs and the summary's '0.30 of float32's time for 0.23 of
     its bytes', printed per machine and checked against the printed roofs and bytes."""
     outputs = stored_text(decoding)
     roof_ratios = re.findall(r"  bfloat16's roof ([\d.]+)x float32's; q4's step ([\d.]+) of float32's time for ([\d.]+) of its bytes", outputs)
@@ -584,7 +584,7 @@ def test_lesson14_the_roof_and_byte_ratios_section_10_works_out(decoding):
 
 
 def test_lesson14_the_compiled_cache_and_weights_left_lines_the_text_reads(decoding):
-    """Section 8 reads the compiled cache's slots and the eager keys (printed from the workload), and the summary's 1.90."""
+    """Section 9 reads the compiled cache's slots and the eager keys (printed from the workload), and the summary's 1.90."""
     outputs = stored_text(decoding)
     slots, first, last, calls = printed(r"fixed cache of (\d+) slots; the eager ones over (\d+) to (\d+) keys \(one warm call, then "
                                         r"(\d+) timed ones\)", outputs).groups()
@@ -681,8 +681,8 @@ def test_lesson14_the_second_machines_later_bandwidth_read(decoding):
         assert all(f"{v:.1f}" in prose(decoding, language) for v in (before, later)) and "22%" in prose(decoding, language)
 
 
-def test_lesson14_section_10_black_roof_and_prefill_rate(decoding):
-    """Section 10: the black roof (a @ b at 2,048²) and bfloat16's prefill rate the figure's reading compares, by hand."""
+def test_lesson14_section_11_black_roof_and_prefill_rate(decoding):
+    """Section 11: the black roof (a @ b at 2,048²) and bfloat16's prefill rate the figure's reading compares, by hand."""
     outputs = stored_text(decoding)
     second = _saved_run("bench_model_bf16_cpu.json")
     roof, rate = printed(r"with bfloat16 instructions:\n[^\n]*\n  black roof \(a @ b, 2,048²\) (\d+) GFLOP/s; bfloat16's prefill "

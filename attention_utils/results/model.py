@@ -193,7 +193,8 @@ def model_format_table(results: dict, language: str = "en", rows: tuple[str, ...
         q = results["quality"][fmt] if fmt in FORMATS or fmt in results["quality"] else None
         shown_name = SHOWN_ZH.get(fmt, fmt) if language == "zh" else fmt
         cells = [shown_name, f"{step['weight_bytes'] / 1e6:.0f}", f"{step['ms']:.1f}",
-                 f"{prefill[0]['ms']:.0f}" if prefill else "-", f"{base / step['ms']:.2f}{' 倍' if language == 'zh' else '×'}"]
+                 f"{prefill[0]['ms']:.0f}" if prefill else "-",
+                 "-" if fmt.startswith("matmul floor") else f"{base / step['ms']:.2f}{' 倍' if language == 'zh' else '×'}"]  # a floor decodes nothing
         if quality:
             cells += ([f"{q['free_running_agreement']:.0%}", f"{q['teacher_forced_agreement']:.0%}",
                        f"{q['largest_logit_difference']:.2f}", f"{q['perplexity']:.2f}"] if q else ["-"] * 4)
