@@ -221,7 +221,7 @@ def check_outside(outside_ms: object) -> None:
                         "read at one rate and pay one fixed cost. On the first machine each format's products read at their own rate "
                         f"(section 6's kernel lines), and bfloat16's step leaves {bfloat16_out:.1f} ms outside its one-row products against "
                         f"float32's {expected:.1f} (a hint only: float32's floor was timed with the steps, bfloat16's products in a loop of "
-                        f"their own, and the same step moved {drift:.1f} ms between two loops in section 4). One candidate for bfloat16's larger "
+                        f"their own, and the same step moved {drift:.1f} ms between two loops of this run, section 3). One candidate for bfloat16's larger "
                         "share, not measured in this run: torch's CPU attention, which the package found about 4 times slower in bfloat16 than "
                         "in float32 for one new token against 128 cached ones on an AVX2 machine (models/q4_weights.py). So B and t0 fit "
                         "these two rows; they are not the memory's speed and a step's true overhead.",
@@ -229,7 +229,7 @@ def check_outside(outside_ms: object) -> None:
                         f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
                         "付同一份固定开销。在第一台机器上，每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
                         f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（只能当作线索：float32 的下限和各步在同一个循环里计时，bfloat16 的乘法却在单独的循环里，而第 4 节里同一步在两个循环之间差了 {drift:.1f} 毫秒）。"
+                        f"（只能当作线索：float32 的下限和各步在同一个循环里计时，bfloat16 的乘法却在单独的循环里，而同一步在这次运行的两个循环之间差了 {drift:.1f} 毫秒，见第 3 节）。"
                         "bfloat16 剩得更多，一个可能的原因（这次运行没有测）是 torch 在 CPU 上的注意力：辅助包在一台 AVX2 机器上测过，"
                         "缓存里有 128 个词元、新来一个词元时，它用 bfloat16 的耗时约是 float32 的 4 倍（models/q4_weights.py）。"
                         "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
