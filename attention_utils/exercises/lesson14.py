@@ -147,10 +147,11 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     outside = outside_products_ms(_runs()[0])
     expected = outside["int8"], outside["bfloat16"]
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
-        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about "
+        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f} (from the times as "
+                        "printed): about "
                         "the same. Which part of int8's step, then, holds its miss? (The subtraction is approximate: the int8 "
                         "kernel line also quantizes the table, which the int8 model keeps in bfloat16.)",
-                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多。"
+                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒（按打印出的时间相减），差不多。"
                         "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（这一减只是近似：int8 内核那一行连嵌入表也量化了，"
                         "int8 模型里的嵌入表却仍是 bfloat16。）")
     feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 6's table) minus its one-row products (section 6's kernel lines: "
