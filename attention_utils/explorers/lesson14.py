@@ -51,12 +51,12 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
                     label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'})",
                                f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
     for fmt in (*shown_formats, *(["matmul floor"] if "matmul floor" in drawn else [])):
-        rows = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
-                      key=lambda r: r["batch"])
-        points = [roofline_point(r) for r in rows]
+        steps = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
+                       key=lambda r: r["batch"])
+        points = [roofline_point(r) for r in steps]
         ax.plot([p["intensity"] for p in points], [p["gflop_s"] for p in points], marker="o", color=COLOURS[fmt],
-                label=text(f"decode, {fmt}, batch {rows[0]['batch']}–{rows[-1]['batch']}",
-                           f"解码，{SHOWN_ZH.get(fmt, fmt)}，批大小 {rows[0]['batch']}–{rows[-1]['batch']}"))
+                label=text(f"decode, {fmt}, batch {steps[0]['batch']}–{steps[-1]['batch']}",
+                           f"解码，{SHOWN_ZH.get(fmt, fmt)}，批大小 {steps[0]['batch']}–{steps[-1]['batch']}"))
     for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in shown_formats):
         point = roofline_point(row)
         ax.scatter(point["intensity"], point["gflop_s"], marker="s", color=COLOURS[row["format"]], edgecolor="black")
