@@ -70,3 +70,23 @@ def test_bytes_against_quality_plots_the_saved_rows():
         assert len(found) == len(expected) == 4
         assert all(abs(a[0] - b[0]) < 1e-6 and abs(a[1] - b[1]) < 1e-6 for a, b in zip(found, expected))
     plt.close(fig)
+
+
+def test_the_step_split_by_hand_from_the_saved_file():
+    """Section 3's bar: the float32 step's bytes at the roof, the floor beyond them and the rest, from the JSON by hand."""
+    step = next(r for r in SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("float32", 1, "decode"))
+    floor = next(r for r in SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("matmul floor", 1, "decode"))
+    bytes_ms = (step["weight_bytes"] + step["cache_bytes"]) / SAVED["roofs"]["bandwidth_gb_s"] / 1e6
+    parts = results.step_split(SAVED)
+    assert parts["bytes"] == pytest.approx(bytes_ms) and parts["outside products"] == pytest.approx(step["ms"] - floor["ms"])
+    assert parts["bytes"] + parts["slow products"] + parts["outside products"] == pytest.approx(step["ms"])
+    assert [f"{parts[p]:.1f}" for p in ("bytes", "slow products", "outside products")] == ["22.8", "23.4", "16.7"]  # the lesson's bar
+
+
+def test_the_split_bars_label_each_part_in_both_languages(language):
+    fig = lesson14.draw_step_split(SAVED, results.load_saved(results.SAVED_MODEL_BF16))
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert len(labels) == 6 and all(("ms" if language == "en" else "毫秒") in t for t in labels), labels
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ticks[0].startswith("first machine" if language == "en" else "第一台机器"), ticks
+    plt.close(fig)

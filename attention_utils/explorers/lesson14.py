@@ -15,7 +15,8 @@ from matplotlib.figure import Figure
 from ..checks import bilingual, shown
 from ..language import text
 from ..plotting.labels import label_points
-from ..results import COMPILED_ROWS, FORMATS, SHOWN_ZH, chosen_rows, machine_name, model_timing, reads, roofline_point, second_run
+from ..results import (COMPILED_ROWS, FORMATS, SHOWN_ZH, chosen_rows, machine_name, model_timing, reads, roofline_point, second_run,
+                       step_split)
 from .widgets import explore
 
 COLOURS = {"float32": "tab:blue", "bfloat16": "tab:green", "int8": "tab:orange", "q4": "tab:red", "matmul floor": "gray",
@@ -81,6 +82,33 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
                       f"SmolLM2-135M，{env['cpu']}（{machine_name(results, 'zh')}），{env['threads']} 个线程，{env['date']}"),
                  fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the axes: it covers no point
+    return fig
+
+
+SPLIT_PARTS = {"bytes": ("its bytes at the bandwidth roof", "按带宽屋顶读完它的字节", "tab:blue"),
+               "slow products": ("the products' time beyond that (matmul floor − bytes)", "矩阵乘法超出这部分的时间（矩阵乘法下限 − 字节）",
+                                 "tab:orange"),
+               "outside products": ("outside the products (step − matmul floor)", "矩阵乘法之外（一步 − 矩阵乘法下限）", "tab:gray")}
+
+
+def draw_step_split(first: dict, second: dict | None = None) -> Figure:
+    """One bar per saved machine: its float32 batch-1 step split into its bytes' time at the bandwidth roof, the rest
+    of the products' time alone, and the time outside the products (results.step_split), each part labelled in ms."""
+    runs = [run for run in (first, second) if run is not None]
+    fig, ax = plt.subplots(figsize=(10.5, 1.6 + 0.6 * len(runs)), layout="constrained")
+    ordinal = (("first machine", "第一台机器"), ("second machine", "第二台机器"))
+    names = [text(f"{en}: {step_split(run)['step']:.1f} ms\n{machine_name(run)}",
+                  f"{zh}：{step_split(run)['step']:.1f} 毫秒\n{machine_name(run, 'zh')}") for (en, zh), run in zip(ordinal, runs)]
+    left = [0.0] * len(runs)
+    for part, (en, zh, colour) in SPLIT_PARTS.items():
+        widths = [step_split(run)[part] for run in runs]
+        bars = ax.barh(names, widths, left=left, color=colour, label=text(en, zh))
+        ax.bar_label(bars, labels=[text(f"{w:.1f} ms", f"{w:.1f} 毫秒") for w in widths], label_type="center", color="white", fontsize=9)
+        left = [a + w for a, w in zip(left, widths)]
+    ax.invert_yaxis()  # the first machine on top
+    ax.set_xlabel(text("ms per float32 decode step, batch 1", "float32 一步解码的毫秒数，批大小 1"))
+    ax.set_title(text("If the products take inside a step what they take alone", "假定矩阵乘法在一步里的耗时与单独计时相同"), fontsize=9)
+    fig.legend(fontsize=8, loc="outside lower center", ncol=3)
     return fig
 
 

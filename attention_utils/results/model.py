@@ -155,6 +155,16 @@ def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
     return zh if language == "zh" else en
 
 
+@reads("SAVED_MODEL", "timings", "format", "roofs")
+def step_split(results: dict) -> dict[str, float]:
+    """The float32 batch-1 step in three parts (ms), if its products take inside a step what they take alone: its
+    bytes at the bandwidth roof, the rest of the products' time (the matmul floor beyond those bytes), and the rest."""
+    step, floor = model_timing(results, "float32"), model_timing(results, "matmul floor")
+    bytes_ms = (step["weight_bytes"] + step["cache_bytes"]) / (results["roofs"]["bandwidth_gb_s"] * 1e6)
+    return {"bytes": bytes_ms, "slow products": floor["ms"] - bytes_ms, "outside products": step["ms"] - floor["ms"],
+            "step": step["ms"]}
+
+
 def chosen_rows(results: dict, rows: tuple[str, ...]) -> tuple[str, ...]:
     """The formats a table was asked to show, each one this run timed: a clear error names any other."""
     timed = {r["format"] for r in results["timings"]}
