@@ -61,14 +61,6 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_floor_share, form(FLOOR_SHARE))
 
 
-def test_the_loops_drift_is_read_from_the_saved_rows():
-    """Exercise 1d's feedback compares its gap with how far one step moved between the bench's two loops (by hand)."""
-    rows = {r["length"]: r["decode_ms"] for r in _SAVED["rows"] if (r["weights"], r["batch"]) == ("float32", 1)}
-    drift = abs(rows[_SAVED["workload"]["format_length"]] - T32)
-    assert lesson14.loops_drift_ms(_SAVED) == pytest.approx(drift)
-    assert f"the same step moved {drift:.1f} ms between two loops" in verdict(lesson14.check_outside, OUTSIDE_MS)
-
-
 def test_exercise_3a_feedback_answers_its_question_about_exercise_1s_line():
     """Exercise 3 (a) asks what bfloat16's side of its ridge says about exercise 1's line; the right answer's feedback says it."""
     out = verdict(lesson14.check_bfloat16_ridge, BF16_RIDGE, ROOFLINE_GAIN)
@@ -79,8 +71,8 @@ def test_exercise_3a_feedback_answers_its_question_about_exercise_1s_line():
 def test_exercise_1c_right_option_also_answers_the_other_two():
     """The right option's feedback says why options 1 (the table) and 3 (outside the products) do not hold."""
     out = verdict(lesson14.check_int8_miss, 2)
-    assert "Correct" in out and "Option 1 does not hold" in out and "Option 3 does not" in out
-    assert f"{W8:.0f} MB your prediction used already count the bfloat16 embedding table" in out
+    assert "Correct" in out and "option 1 does not hold" in out and "Option 3 does not hold" in out
+    assert f"the {W8:.0f} MB already count the bfloat16 table" in out
     assert "选项 1 也站不住" in out
 
 

@@ -55,12 +55,6 @@ def outside_products_ms(run: dict) -> dict[str, float]:
     return {name: round(_step_ms(run, name), 1) - round(ms, 1) for name, ms in products.items()}
 
 
-def loops_drift_ms(run: dict) -> float:
-    """How far the same float32 batch-1 step moved between the bench's two loops (lesson 13's lengths, the formats)."""
-    length = run["workload"]["format_length"]
-    return abs(results.model_rows(run)[length]["decode_ms"] - _step_ms(run, "float32"))
-
-
 def saved_bfloat16_roofs() -> tuple[float, float, float, float]:
     """bfloat16's compute roof (GFLOP/s) and the bandwidth roof (GB/s) of the first machine, then the same two of the second."""
     first, second = _runs()
@@ -147,13 +141,10 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     outside = outside_products_ms(_runs()[0])
     expected = outside["int8"], outside["bfloat16"]
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
-        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f} (from the times as "
-                        "printed): about "
-                        "the same. Which part of int8's step, then, holds its miss? (The subtraction is approximate: the int8 "
-                        "kernel line also quantizes the table, which the int8 model keeps in bfloat16.)",
-                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒（按打印出的时间相减），差不多。"
-                        "想一想：int8 比预测慢出来的那部分，落在一步的哪一块？（这一减只是近似：int8 内核那一行连嵌入表也量化了，"
-                        "int8 模型里的嵌入表却仍是 bfloat16。）")
+        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about the "
+                        "same, so int8's miss is in its products. (Approximate: the int8 kernel line also quantizes the table.)",
+                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多，"
+                        "所以 int8 比预测慢的部分在矩阵乘法里。（只是近似：int8 内核那一行连嵌入表也量化了。）")
     feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 6's table) minus its one-row products (section 6's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
              "用每种格式批大小 1 的一步（这个单元格开头打印的，或第 6 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
@@ -175,25 +166,17 @@ def check_int8_miss(reason: object) -> None:
         kernel = first["int8_kernel"]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         bf16_read = kernel["bfloat16_bytes"] / kernel["bfloat16_linear_ms"] / 1e6  # GB/s
-        return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s (section 6), "
-                        f"about half bfloat16's F.linear's {bf16_read:.1f}, and took nearly as long as that F.linear, which reads the same "
-                        f"weights in twice the bytes ({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): here its time "
-                        "followed the weights more than the bytes. On x86, for every weight it reads, torch's int8 kernel widens the "
-                        "byte to a float, multiplies it by the row's scale and multiplies-adds it with the widened bfloat16 input; on "
-                        "the first machine (AVX2) that work most likely takes longer than reading the byte, and with one row no other "
-                        "row shares it. Option 3 does not "
-                        f"hold: outside their one-row products int8 leaves {int8_out:.1f} ms and bfloat16 {bfloat16_out:.1f}, about "
-                        "the same (both steps come from one loop and both kernels from another, so a shift between the loops "
-                        "roughly cancels in this comparison, if it hit both formats alike). Option 1 does not hold either: the "
-                        f"{saved_steps()['int8'][0]:.0f} MB your prediction used already count the bfloat16 embedding table.",
-                        f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s（第 6 节），"
-                        f"约为 bfloat16 的 F.linear（{bf16_read:.1f} GB/s）的一半；两者处理同样的权重，int8 的字节数只有一半，耗时却几乎一样"
-                        f"（{kernel['int8_kernel_ms']:.1f} 毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：在这里，耗时更多地"
-                        "跟着权重的个数走，而不是字节数。在 x86 上，torch 的 int8 内核每读一个权重，都要把这个字节展开成浮点数、乘上这一行的缩放系数，"
-                        "再和同样展开的 bfloat16 输入做乘加；在第一台机器（AVX2）上，这些运算很可能比读这个字节还慢，而只有一行时，也没有别的行来分摊。"
-                        f"选项 3 站不住：用各自的一步减去只乘一个向量的矩阵乘法，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 "
-                        f"{bfloat16_out:.1f} 毫秒，差不多（两步来自同一个循环，两个内核来自另一个循环；只要漂移对两种格式一样，它在这个比较里就大致抵消）。"
-                        f"选项 1 也站不住：你预测时用的 {saved_steps()['int8'][0]:.0f} MB 已经包含了 bfloat16 的嵌入表。")
+        return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s, about half "
+                        f"bfloat16's F.linear's {bf16_read:.1f}, so it took nearly as long for half the bytes "
+                        f"({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): it widens and scales every byte "
+                        f"before multiplying. Option 3 does not hold (outside their products int8 leaves {int8_out:.1f} ms and bfloat16 "
+                        f"{bfloat16_out:.1f}), and option 1 does not hold either: the {saved_steps()['int8'][0]:.0f} MB already count "
+                        "the bfloat16 table.",
+                        f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s，约为 bfloat16 "
+                        f"的 F.linear（{bf16_read:.1f} GB/s）的一半，所以字节数只有一半，耗时却差不多（{kernel['int8_kernel_ms']:.1f} "
+                        f"毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：它要把每个字节展开、乘上缩放系数，才能做乘加。选项 3 站不住"
+                        f"（矩阵乘法之外，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒）；选项 1 也站不住："
+                        f"{saved_steps()['int8'][0]:.0f} MB 里已经算上了 bfloat16 的嵌入表。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
@@ -215,25 +198,15 @@ def check_outside(outside_ms: object) -> None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
     expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
     roof = saved_bfloat16_roofs()[1]
-    bfloat16_out, drift = outside_products_ms(_runs()[0])["bfloat16"], loops_drift_ms(_runs()[0])
     if _close(found, expected, 0.03):
-        return feedback(True, f"{expected:.1f} ms outside the products, where the line of 1a gave t0 ≈ {t0:.1f} ms; and its "
-                        f"B ≈ {bandwidth:.1f} GB/s is well below the bench's bandwidth roof, {roof:.1f} GB/s. The line assumed both formats "
-                        "read at one rate and pay one fixed cost. On the first machine each format's products read at their own rate "
-                        f"(section 6's kernel lines), and bfloat16's step leaves {bfloat16_out:.1f} ms outside its one-row products against "
-                        f"float32's {expected:.1f} (a hint only: float32's floor was timed with the steps, bfloat16's products in a loop of "
-                        f"their own, and the same step moved {drift:.1f} ms between two loops of this run, section 3). One candidate for bfloat16's larger "
-                        "share, not measured in this run: torch's CPU attention, which the package found about 4 times slower in bfloat16 than "
-                        "in float32 for one new token against 128 cached ones on an AVX2 machine (models/q4_weights.py). So B and t0 fit "
-                        "these two rows; they are not the memory's speed and a step's true overhead.",
-                        f"float32 的一步在矩阵乘法之外花了 {expected:.1f} 毫秒，而练习 1（a）的直线给出 t0 ≈ {t0:.1f} 毫秒；拟合出的 "
-                        f"B ≈ {bandwidth:.1f} GB/s 也远低于基准测试的带宽屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、"
-                        "付同一份固定开销。在第一台机器上，每种格式的矩阵乘法各有各的读取速度（第 6 节单独给内核计时的几行）；"
-                        f"用一步减去只乘一个向量的矩阵乘法，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 剩下 {expected:.1f} 毫秒"
-                        f"（只能当作线索：float32 的下限和各步在同一个循环里计时，bfloat16 的乘法却在单独的循环里，而同一步在这次运行的两个循环之间差了 {drift:.1f} 毫秒，见第 3 节）。"
-                        "bfloat16 剩得更多，一个可能的原因（这次运行没有测）是 torch 在 CPU 上的注意力：辅助包在一台 AVX2 机器上测过，"
-                        "缓存里有 128 个词元、新来一个词元时，它用 bfloat16 的耗时约是 float32 的 4 倍（models/q4_weights.py）。"
-                        "所以 B 和 t0 只是一条恰好穿过这两个点的直线的参数，不是内存的速度，也不是一步真正的固定开销。")
+        return feedback(True, f"{expected:.1f} ms outside the products, against the line's t0 ≈ {t0:.1f} ms, and its B ≈ {bandwidth:.1f} "
+                        f"GB/s against the bench's roof, {roof:.1f}. The line assumed both formats read at one rate and pay one fixed "
+                        "cost, but each format's products read at their own rate (section 6's kernel lines): B and t0 fit these two "
+                        "rows; they are not the memory's speed and a step's true overhead.",
+                        f"矩阵乘法之外是 {expected:.1f} 毫秒，而直线给出的 t0 ≈ {t0:.1f} 毫秒；它的 B ≈ {bandwidth:.1f} GB/s 也远低于"
+                        f"基准测试的屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、付同一份固定开销，可每种格式的矩阵乘法"
+                        "各有各的读取速度（第 6 节单独给内核计时的几行）：B 和 t0 只是恰好穿过这两行的直线的参数，不是内存的速度，"
+                        "也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
                         "这是练习 1（a）直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")
@@ -280,13 +253,12 @@ def check_floor_share(answer: object) -> None:
     expected = gflop_s / roof
     if _close(found, expected, 0.03):
         return feedback(True, f"2 × {row['weight_bytes'] / FLOAT32 / 1e6:.1f} M weights × 16 rows in {row['ms']:.1f} ms is "
-                        f"{gflop_s:.1f} GFLOP/s, {expected:.2f} of the {roof:.1f} GFLOP/s roof. On paper past the ridge, these "
-                        "products are still far from bound by arithmetic: the roof was measured with a large matmul, and a "
-                        "few-row kernel most likely does not run the way that matmul does (not measured here; exercise 3 shows the "
-                        "same for one row).",
+                        f"{gflop_s:.1f} GFLOP/s, {expected:.2f} of the {roof:.1f} GFLOP/s roof: on paper past the ridge, yet far "
+                        "from bound by arithmetic, since a few-row kernel most likely does not run the way the large matmul that "
+                        "measured the roof does.",
                         f"2 × {row['weight_bytes'] / FLOAT32 / 1e8:.3f} 亿个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
-                        f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍。纸面上已经过了脊点，这些乘法却还远没有受算力限制：屋顶是用一次"
-                        "大矩阵乘法测的，而只乘几行的内核很可能工作方式和它不同（这里没有测过；练习 3 会看到只乘一行时也是这样）。")
+                        f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍：纸面上已经过了脊点，却还远没有受算力限制，"
+                        "因为只乘几行的内核很可能和测屋顶的那次大矩阵乘法工作方式不同。")
     if _close(found, 100 * expected, 0.03):
         return feedback(False, "That is a percentage; give the share as a fraction.", "这是百分数；请写成小数。")
     if _close(found, gflop_s, 0.03):
@@ -336,25 +308,17 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
                         "divide the first machine's by the second's.",
                         "每台机器的耗时下限是“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个（这里 MFLOP 数等于 MB 数）；"
                         "用第一台的下限除以第二台的。")
-    feedback(True, f"The ridge is {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, so the roofline puts a batch-1 "
-             f"bfloat16 step (about 1 FLOP per byte) right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row "
-             f"products. So exercise 1's line, drawn through the bfloat16 row as if every step waited for its bytes, also ran through "
-             "a point the roofline calls arithmetic-bound: one more reason its B is no read rate. "
-             f"On the second machine they are bound by their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times "
-             f"as fast. The bench measured {first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), and "
-             f"{second_ms:.1f} ms is {second_ms / bounds[1]:.1f} times the second machine's bound (a bound from the roof read before that "
-             f"run's formats loop; a later read was higher, which only widens the gap). On the first machine {first_ms:.1f} ms is "
-             f"{first_ms / bounds[0]:.1f} times its arithmetic bound but also {first_ms / (megabytes / bandwidth):.1f} times its "
-             "bytes' time, so that machine cannot tell the two bounds apart; on the second, a one-row product most likely does not run "
-             "the way the large product that measured the roof does (not measured). A measured roof says how fast the kernel that measured it can "
-             "run; a one-row kernel may fall far below it, so measure the kernel a point actually runs (the bench's one-row lines) before you read the point against a roof.",
-             f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以屋顶线模型把批大小 1 的 bfloat16 一步解码"
-             f"（每字节约 1 次）放在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒。所以练习 1 穿过 bfloat16 那一行画的直线，"
-             "把每一步都当成在等字节，却穿过了一个屋顶线模型认为受算力限制的点：这也是那条线的 B 不能当作读取速度的又一个原因。到了第二台机器上，"
-             f"它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 {predicted:.2f} 倍。基准测试实测的速度却只是第一台的 "
-             f"{first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），而 {second_ms:.1f} 毫秒是第二台机器"
-             f"下限的 {second_ms / bounds[1]:.1f} 倍（这个下限用的是那次运行在给各格式计时之前测的屋顶；后来测得的更高，差距只会更大）。在第一台机器上，"
-             f"{first_ms:.1f} 毫秒是它运算下限的 {first_ms / bounds[0]:.1f} 倍，也是读字节所需时间的 {first_ms / (megabytes / bandwidth):.1f} 倍，"
-             "所以那台机器分不出是哪一道下限在起作用；到了第二台机器上，只有一行的乘法，"
-             "工作方式很可能和测屋顶的那次大矩阵乘法不同（没有测过）。实测的屋顶只说明测它的那个内核能跑多快，只乘一行的内核可能远远达不到它；"
-             "拿一个点去对屋顶之前，先单独测一测它实际运行的那个内核（基准测试里只乘一个向量的那几行）。")
+    feedback(True, f"The ridge is {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, so a batch-1 bfloat16 step (about 1 "
+             f"FLOP per byte) sits right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row products, and "
+             "exercise 1's line ran through a point the roofline calls arithmetic-bound. On the second machine they are bound by "
+             f"their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times as fast. The bench measured "
+             f"{first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), "
+             f"{second_ms / bounds[1]:.1f} times the second "
+             "machine's bound: a roof says how fast the kernel that measured it runs, so time the kernel a point actually runs "
+             "before you read the point against a roof.",
+             f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以批大小 1 的 bfloat16 一步"
+             f"（每字节约 1 次）落在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒；练习 1 穿过 bfloat16 那一行画的直线，"
+             f"穿过的正是一个屋顶线模型认为受算力限制的点。到了第二台机器上，它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 "
+             f"{predicted:.2f} 倍。基准测试实测只是 {first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
+             f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍：屋顶只说明测它的那个内核能跑多快，拿一个点去对屋顶之前，"
+             "先单独测一测它实际运行的那个内核。")
