@@ -68,12 +68,12 @@ def test_exercise_3a_feedback_answers_its_question_about_exercise_1s_line():
     assert BF16_RIDGE < 1  # the point it reads (about 1 FLOP per byte) is right of this ridge, by hand from the saved roofs
 
 
-def test_exercise_1c_right_option_also_answers_the_other_two():
-    """The right option's feedback says why options 1 (the table) and 3 (outside the products) do not hold."""
+def test_exercise_1c_right_option_answers_option_1_and_points_at_the_test_of_3():
+    """The right option's feedback says why option 1 (the table) does not hold and that the subtraction tests option 3."""
     out = verdict(lesson14.check_int8_miss, 2)
-    assert "Correct" in out and "option 1 does not hold" in out and "Option 3 does not hold" in out
+    assert "Correct" in out and "Option 1 does not hold" in out and "Option 3 is what the subtraction below tests" in out
     assert f"the {W8:.0f} MB already count the bfloat16 table" in out
-    assert "选项 1 也站不住" in out
+    assert "选项 1 站不住" in out
 
 
 def test_the_steps_themselves_get_the_subtraction_hint():
@@ -88,7 +88,7 @@ def test_the_steps_themselves_get_the_subtraction_hint():
     (lesson14.check_ridge_batch, 3.0, "Set b / 2"),
     (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
-    (lesson14.check_int8_miss, 1, "already count"), (lesson14.check_int8_miss, "3", "Subtract each step"),
+    (lesson14.check_int8_miss, 1, "already count"), (lesson14.check_int8_miss, "3", "if option 3 held"),
     (lesson14.check_int8_miss, "b", "one option's number"), (lesson14.check_int8_miss, True, "one option's number"),
     (lesson14.check_int8_miss, 2.5, "one option's number"), (lesson14.check_int8_miss, float("nan"), "one option's number"),
     (lesson14.check_floor_share, 100 * FLOOR_SHARE, "percentage"), (lesson14.check_floor_share, FLOOR_GFLOP_S, "divide it by"),
@@ -112,15 +112,16 @@ def test_the_floor_runs_far_below_the_roof_past_the_ridge():
 
 def test_the_rival_reason_reads_each_step_minus_its_one_row_products():
     """Exercise 1c's option 3 is ruled out by subtraction: int8 and bfloat16 leave about the same time outside their
-    one-row products (by hand from the JSON: step minus the kernel line, each as the lesson prints it, to 0.1 ms)."""
+    one-row products (by hand from the JSON: step minus the kernel line, each as the lesson prints it, to 0.1 ms). The
+    option's feedback points at the subtraction without giving its numbers away; the subtraction's answer gives them."""
     kernel = _SAVED["int8_kernel"]
     int8_out = round(T8, 1) - round(kernel["int8_kernel_ms"], 1)
     bfloat16_out = round(T16, 1) - round(kernel["bfloat16_linear_ms"], 1)
     assert abs(int8_out - bfloat16_out) < 0.1 * bfloat16_out  # "about the same"
-    for answer, word in ((2, "does not hold"), (3, "Not yet")):
-        out = verdict(lesson14.check_int8_miss, answer)
-        assert word in out and f"int8 剩下 {int8_out:.1f} 毫秒" in out and f"bfloat16 剩下 {bfloat16_out:.1f} 毫秒" in out
-
+    for answer in (2, 3):
+        assert f"{int8_out:.1f}" not in verdict(lesson14.check_int8_miss, answer)
+    out = verdict(lesson14.check_int8_outside, int8_out, bfloat16_out)
+    assert "option 3 does not hold" in out and f"int8 在只乘一个向量的矩阵乘法之外剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒" in out
 
 def test_the_one_row_products_did_not_follow_bfloat16s_roof():
     """What exercise 3's answer says: the ridge is below 1 FLOP per byte, and the roofline predicts a larger gain for the

@@ -268,20 +268,19 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
 
 
 def test_lesson14_the_live_growth_profile_as_the_text_reads_it(decoding):
-    """Section 4's optional part reads its stored live profile: SDPA grew most, from and to the printed ms, the products
-    moved by under a tenth of that, and the per-key cost is SDPA's growth over the 480 added keys."""
+    """Section 4's optional part reads its stored live profile loosely (a re-executed copy differs in the last digits):
+    SDPA grew most, by about 2 ms a step, some 4 to 5 µs per added key, and the products moved far less."""
     outputs = stored_text(decoding)
     printed(r"every operator's own time ([\d.]+) → ([\d.]+) ms a step", outputs)
     lines = re.findall(r"^  (aten::\S+) +([\d.]+) → +([\d.]+) ms$", outputs, flags=re.M)
     name, before, after = lines[0]
     assert name.startswith("aten::_scaled_dot_product")
     sdpa = float(after) - float(before)
+    assert 1.5 <= sdpa <= 2.6 and 3.5 <= 1e3 * sdpa / 480 <= 5.5  # "about 2 ms", "some 4 to 5 µs per added key"
     mm_before, mm_after = next((b, a) for n, b, a in lines if n == "aten::mm")
-    assert abs(float(mm_after) - float(mm_before)) < 0.1 * sdpa  # "moved by less than a tenth of that"
-    per_key = f"{1e3 * sdpa / 480:.1f}"
-    for language in ("en", "zh"):
-        text = prose(decoding, language)
-        assert before in text and after in text and per_key in text, (language, before, after, per_key)
+    assert abs(float(mm_after) - float(mm_before)) < 0.5 * sdpa  # "moved far less"
+    assert "by about 2 ms a step" in prose(decoding, "en").replace("\n", " ") and "4 to 5 µs" in prose(decoding, "en")
+    assert "每步增加约 2 毫秒" in prose(decoding, "zh") and "4 到 5 微秒" in prose(decoding, "zh")
 
 def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
     """The paragraph after the saved q4 row quotes its printed times and ratios, in both languages."""

@@ -142,9 +142,10 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     expected = outside["int8"], outside["bfloat16"]
     if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
         return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about the "
-                        "same, so int8's miss is in its products. (Approximate: the int8 kernel line also quantizes the table.)",
+                        "same, so option 3 does not hold: int8's miss is in its products. (Approximate: the int8 kernel line also quantizes "
+                        "the table.)",
                         f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多，"
-                        "所以 int8 比预测慢的部分在矩阵乘法里。（只是近似：int8 内核那一行连嵌入表也量化了。）")
+                        "所以选项 3 站不住：int8 比预测慢的部分在矩阵乘法里。（只是近似：int8 内核那一行连嵌入表也量化了。）")
     feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 6's table) minus its one-row products (section 6's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
              "用每种格式批大小 1 的一步（这个单元格开头打印的，或第 6 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
@@ -162,30 +163,25 @@ def check_int8_miss(reason: object) -> None:
         return feedback(False, "Give one option's number: 1, 2 or 3.", "请给出一个选项的序号：1、2 或 3。")
     if picked == "kernel":
         first = _runs()[0]
-        int8_out, bfloat16_out = (outside_products_ms(first)[name] for name in ("int8", "bfloat16"))
         kernel = first["int8_kernel"]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         bf16_read = kernel["bfloat16_bytes"] / kernel["bfloat16_linear_ms"] / 1e6  # GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s, about half "
                         f"bfloat16's F.linear's {bf16_read:.1f}, so it took nearly as long for half the bytes "
-                        f"({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): it widens and scales every byte "
-                        f"before multiplying. Option 3 does not hold (outside their products int8 leaves {int8_out:.1f} ms and bfloat16 "
-                        f"{bfloat16_out:.1f}), and option 1 does not hold either: the {saved_steps()['int8'][0]:.0f} MB already count "
-                        "the bfloat16 table.",
+                        f"({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms), most likely because it widens "
+                        f"and scales every byte before multiplying. Option 1 does not hold: the {saved_steps()['int8'][0]:.0f} MB already "
+                        "count the bfloat16 table. Option 3 is what the subtraction below tests.",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s，约为 bfloat16 "
                         f"的 F.linear（{bf16_read:.1f} GB/s）的一半，所以字节数只有一半，耗时却差不多（{kernel['int8_kernel_ms']:.1f} "
-                        f"毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：它要把每个字节展开、乘上缩放系数，才能做乘加。选项 3 站不住"
-                        f"（矩阵乘法之外，int8 剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒）；选项 1 也站不住："
-                        f"{saved_steps()['int8'][0]:.0f} MB 里已经算上了 bfloat16 的嵌入表。")
+                        f"毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒），很可能是因为它要把每个字节展开、乘上缩放系数，才能做乘加。"
+                        f"选项 1 站不住：{saved_steps()['int8'][0]:.0f} MB 里已经算上了 bfloat16 的嵌入表。选项 3 对不对，下面的减法来检验。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]
         return feedback(False, f"The {w8:.0f} MB already count the bfloat16 embedding table: the prediction used int8's real bytes.",
                         f"{w8:.0f} MB 里已经算上了 bfloat16 的嵌入表：预测用的正是 int8 实际读取的字节数。")
-    int8_out, bfloat16_out = (outside_products_ms(_runs()[0])[name] for name in ("int8", "bfloat16"))
-    feedback(False, f"Subtract each step's one-row products (section 6's kernel lines) from the step: int8 leaves {int8_out:.1f} ms "
-             f"outside them, bfloat16 {bfloat16_out:.1f}. About the same, so the difference is in the products.",
-             f"用每一步减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行）：int8 剩下 {int8_out:.1f} 毫秒，"
-             f"bfloat16 剩下 {bfloat16_out:.1f} 毫秒。两者差不多，所以差别在矩阵乘法里。")
+    feedback(False, "Test it with the subtraction below: if option 3 held, int8's step would leave more time outside its "
+             "one-row products than bfloat16's.",
+             "用下面的减法检验一下：要是选项 3 成立，int8 的一步在只乘一个向量的矩阵乘法之外剩下的时间，应该比 bfloat16 的多。")
 
 
 @checker
@@ -197,15 +193,17 @@ def check_outside(outside_ms: object) -> None:
     if found is None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
     expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
-    roof = saved_bfloat16_roofs()[1]
+    roof, bfloat16_out = saved_bfloat16_roofs()[1], outside_products_ms(_runs()[0])["bfloat16"]
     if _close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, against the line's t0 ≈ {t0:.1f} ms, and its B ≈ {bandwidth:.1f} "
                         f"GB/s against the bench's roof, {roof:.1f}. The line assumed both formats read at one rate and pay one fixed "
-                        "cost, but each format's products read at their own rate (section 6's kernel lines): B and t0 fit these two "
-                        "rows; they are not the memory's speed and a step's true overhead.",
+                        f"cost, but each format's products read at their own rate (section 6's kernel lines), and outside them bfloat16's "
+                        f"step leaves {bfloat16_out:.1f} ms against float32's {expected:.1f}: B and t0 fit these two rows; they are not "
+                        "the memory's speed and a step's true overhead.",
                         f"矩阵乘法之外是 {expected:.1f} 毫秒，而直线给出的 t0 ≈ {t0:.1f} 毫秒；它的 B ≈ {bandwidth:.1f} GB/s 也远低于"
                         f"基准测试的屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、付同一份固定开销，可每种格式的矩阵乘法"
-                        "各有各的读取速度（第 6 节单独给内核计时的几行）：B 和 t0 只是恰好穿过这两行的直线的参数，不是内存的速度，"
+                        f"各有各的读取速度（第 6 节单独给内核计时的几行），矩阵乘法之外，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 只剩 {expected:.1f} 毫秒："
+                        "B 和 t0 只是恰好穿过这两行的直线的参数，不是内存的速度，"
                         "也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
