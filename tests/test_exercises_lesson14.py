@@ -166,3 +166,39 @@ def test_odd_answers_get_a_verdict_not_a_traceback(check, odd):
 def test_a_meta_tensor_has_no_value_to_check():
     out = verdict(lesson14.check_int8_prediction, torch.tensor([INT8_MS], device="meta"))
     assert "Not yet" in out and "number of milliseconds" in out
+
+
+# Exercise 4: a per-row int8 quantizer, checked on a small matrix whose rows have very different sizes
+MATRIX = torch.tensor([[0.50, -1.27, 0.033, 0.904], [1e-3, -2e-3, 5e-4, 0.0], [30.0, -7.5, 0.1, 12.25]])
+
+
+def _by_row(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    scales = w.abs().amax(dim=1, keepdim=True) / 127
+    return torch.round(w / scales).to(torch.int8), scales.squeeze(1)
+
+
+def test_exercise_4_accepts_a_per_row_quantizer_and_reports_the_bytes():
+    out = verdict(lesson14.check_int8_rows, _by_row, MATRIX)
+    assert "Correct" in out and "All 12 weights come back within half a step" in out
+    assert "[[50, -127, 3, 90]" in str(_by_row(MATRIX)[0].tolist())  # section 6's row by hand: 0.50 / 0.01 = 50, ...
+    big = torch.randn(64, 32, generator=torch.Generator().manual_seed(0))
+    out = verdict(lesson14.check_int8_rows, _by_row, big)
+    assert f"{(64 * 32 + 4 * 64) / 1e6:.2f} MB, against {4 * 64 * 32 / 1e6:.2f} MB" in out  # 1 byte a code, 4 a scale
+
+
+@pytest.mark.parametrize("quantize, hint", [
+    (lambda w: (torch.round(w / (w.abs().max() / 127)).to(torch.int8), (w.abs().max() / 127).expand(w.shape[0])), "the same scale"),
+    (lambda w: ((w / (w.abs().amax(dim=1, keepdim=True) / 127)).to(torch.int8), w.abs().amax(dim=1) / 127), "cut, not rounded"),
+    (lambda w: (torch.round(w / (w.abs().amax(dim=1, keepdim=True) / 127)), w.abs().amax(dim=1) / 127), "as int8"),
+    (lambda w: (torch.round(w / (w.abs().amax(dim=1, keepdim=True) / 128)).to(torch.int8), w.abs().amax(dim=1) / 128), "divided by 127"),
+    (lambda w: None, "returns None"), (lambda w: [1, 2], "two tensors"), (lambda w: (w, w), "one number per row"),
+    (lambda w: 1 / 0, "ZeroDivisionError"), (3, "pass the function itself"),
+])
+def test_exercise_4_mistakes_get_their_hint(quantize, hint):
+    out = verdict(lesson14.check_int8_rows, quantize, MATRIX)
+    assert "Not yet" in out and hint in out, out
+
+
+def test_exercise_4_wants_a_matrix():
+    assert "2-d float weight matrix" in verdict(lesson14.check_int8_rows, _by_row, MATRIX[0])
+    assert "2-d float weight matrix" in verdict(lesson14.check_int8_rows, _by_row, "qkv")

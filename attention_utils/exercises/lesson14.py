@@ -1,13 +1,16 @@
-"""Checkers for lesson 14's exercises: the saved bench's line, the batch at float32's ridge, bfloat16's ridge.
+"""Checkers for lesson 14's exercises: the bench's line, float32's ridge, bfloat16's ridge and int8 by hand.
 
 Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8, subtracts each step's one-row
 products and compares the fit's fixed cost with the step outside its products; exercise 2 places float32's ridge and
-reads the matmul floor's share of the compute roof past it; exercise 3 tests bfloat16's ridge on the second machine.
+reads the matmul floor's share of the compute roof past it; exercise 3 tests bfloat16's ridge on the second machine;
+exercise 4 runs the learner's per-row int8 quantizer on a real weight matrix.
 """
 
 from __future__ import annotations
 
 import numbers
+
+import torch
 
 from .. import results
 from . import as_real_number, checker, feedback, missing
@@ -320,3 +323,61 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"{predicted:.2f} 倍。基准测试实测只是 {first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
              f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍：屋顶只说明测它的那个内核能跑多快，拿一个点去对屋顶之前，"
              "先单独测一测它实际运行的那个内核。")
+
+
+def _int8_problem(found: object, weight: torch.Tensor) -> tuple[str, str] | None:
+    """What is wrong with a learner's (codes, scales) for `weight`, in both languages; None when nothing is."""
+    if found is None:
+        return "Your function returns None: return the codes and the scales, as (codes, scales).", "你的函数返回了 None：请返回编码和缩放系数，写成 (codes, scales)。"
+    if not (isinstance(found, tuple) and len(found) == 2 and all(isinstance(t, torch.Tensor) for t in found)):
+        return "Return two tensors: (codes, scales).", "请返回两个张量：(codes, scales)。"
+    codes, scales = found
+    rows = weight.shape[0]
+    if codes.shape != weight.shape or scales.numel() != rows:
+        return (f"codes should have the matrix's shape {tuple(weight.shape)}, and scales one number per row ({rows}).",
+                f"codes 的形状应与矩阵相同，即 {tuple(weight.shape)}；scales 每行一个数，共 {rows} 个。")
+    scales = scales.detach().reshape(-1, 1).float()
+    per_row = weight.abs().amax(dim=1, keepdim=True) / 127
+    if torch.allclose(scales, torch.full_like(scales, weight.abs().max().item() / 127), rtol=1e-5):
+        return ("Every row has the same scale: one scale for the whole matrix. Take each row's own largest |w|: "
+                "w.abs().amax(dim=1, keepdim=True) / 127.",
+                "每一行的缩放系数都一样：这是整个矩阵共用一个缩放系数。请取每一行自己的最大 |w|："
+                "w.abs().amax(dim=1, keepdim=True) / 127。")
+    if not torch.allclose(scales, per_row, rtol=1e-5):
+        return "A row's scale is its largest |w| divided by 127, so its largest weight becomes ±127.", "每一行的缩放系数是这一行最大的 |w| 除以 127，这样最大的权重正好变成 ±127。"
+    if codes.dtype != torch.int8:
+        return "Store the codes as int8, 1 byte each: round, then .to(torch.int8).", "编码要存成 int8，每个 1 字节：先舍入，再 .to(torch.int8)。"
+    if ((codes.float() * scales - weight).abs() > per_row / 2 * (1 + 1e-5)).any():
+        if torch.equal(codes, (weight / per_row).to(torch.int8)):
+            return ("The codes are cut, not rounded: .to(torch.int8) drops the fraction. Round first: torch.round(w / s).to(torch.int8).",
+                    "编码是截断的，不是舍入的：.to(torch.int8) 会直接丢掉小数部分。请先舍入：torch.round(w / s).to(torch.int8)。")
+        return "Some weights come back more than half a step (s / 2) from their value: round w / s to the nearest integer.", "有的权重还原后与原值相差超过半个步长（s / 2）：请把 w / s 舍入到最近的整数。"
+    return None
+
+
+@checker
+def check_int8_rows(quantize: object, weight: object) -> None:
+    """Exercise 4: the learner's int8_rows(w) -> (codes, scales) on a weight matrix: one scale per row, its largest
+    |w| / 127, codes rounded and stored as int8, so every weight comes back within half a step."""
+    if missing(quantize):
+        return
+    if not callable(quantize):
+        return feedback(False, "Define a function int8_rows(w) and pass the function itself.", "请定义函数 int8_rows(w)，并把函数本身传进来。")
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or not weight.is_floating_point():
+        return feedback(False, "Pass a 2-d float weight matrix as the second argument, such as model.blocks[0].attention.qkv.weight.",
+                        "第二个参数请传一个二维的浮点权重矩阵，例如 model.blocks[0].attention.qkv.weight。")
+    matrix = weight.detach().float()
+    try:
+        found = quantize(matrix.clone())
+    except Exception as error:  # the learner's code: say what it raised
+        return feedback(False, f"Your function raised {type(error).__name__}: {error}", f"你的函数出错了：{type(error).__name__}：{error}")
+    problem = _int8_problem(found, matrix)
+    if problem is not None:
+        return feedback(False, *problem)
+    codes, scales = found
+    worst = ((codes.float() * scales.reshape(-1, 1).float() - matrix).abs() / (matrix.abs().amax(dim=1, keepdim=True) / 127)).max().item()
+    rows, size = matrix.shape[0], matrix.numel()
+    feedback(True, f"All {size:,} weights come back within half a step (the worst at {worst:.3f} of a step). As int8 codes and "
+             f"float32 scales the matrix takes {(size + 4 * rows) / 1e6:.2f} MB, against {4 * size / 1e6:.2f} MB in float32.",
+             f"{size:,} 个权重还原后都在半个步长以内（最差的是 {worst:.3f} 个步长）。存成 int8 编码加 float32 缩放系数，这个矩阵占 "
+             f"{(size + 4 * rows) / 1e6:.2f} MB，float32 要 {4 * size / 1e6:.2f} MB。")
