@@ -721,3 +721,41 @@ def test_lesson14_lesson12s_constants_against_the_bytes(decoding):
         assert 1.3 < float(constants) / by_hand < 2.0 and times in ("1.6", "1.7")  # "1.6 and 1.7 times the bytes' time"
         for language in ("en", "zh"):
             assert all(number in prose(decoding, language) for number in (fewer, at_roof, constants)), (language, fast)
+
+
+def test_lesson14_the_step_against_a_prefill_token_and_its_three_parts(decoding):
+    """Section 3: per token, a step's bytes alone at the roof against a prefill token (6.6x), the measured step against
+    its bytes (2.8x), and the bar's three parts on both machines, by hand from the saved files, in both languages."""
+    outputs = stored_text(decoding)
+    first, second = _saved_run("bench_model.json"), _saved_run("bench_model_bf16_cpu.json")
+    step, prefill, floor = _row(first, "float32"), _row(first, "float32", "prefill"), _row(first, "matmul floor")
+    roof = first["roofs"]["bandwidth_gb_s"]
+    bytes_ms = (step["weight_bytes"] + step["cache_bytes"]) / roof / 1e6
+    per_token = prefill["ms"] / prefill["length"]
+    alone, on_top = f"{bytes_ms / per_token:.1f}", f"{step['ms'] / bytes_ms:.1f}"
+    assert printed(r"its bytes alone at the roof: ([\d.]+)x a prefill token's time; the measured step: ([\d.]+)x", outputs).groups() == (alone, on_top)
+    weights_ms = floor["weight_bytes"] / roof / 1e6  # the bar's first part: the products read the weights only
+    parts = [f"{weights_ms:.1f}", f"{floor['ms'] - weights_ms:.1f}", f"{step['ms'] - floor['ms']:.1f}"]
+    other_slow = _row(second, "matmul floor")["ms"] - _row(second, "matmul floor")["weight_bytes"] / second["roofs"]["bandwidth_gb_s"] / 1e6
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        assert all(number in text for number in (alone, on_top, *parts, f"{other_slow:.1f}")), language
+    profile = first["profile"]
+    all_ms = profile["total_ms"] / profile["repeats"]
+    outside = all_ms - profile["matmul_share"] * all_ms  # the profile's operators outside the products, per step
+    assert printed(r"outside the products: ([\d.]+) ms a step in the profile \(of ([\d.]+)\)", outputs).groups() == (f"{outside:.1f}", f"{all_ms:.1f}")
+    assert f"{outside:.1f}" in prose(decoding, "en") and f"{outside:.1f}" in prose(decoding, "zh")
+
+
+def test_lesson14_the_weights_left_step_in_section_5(decoding):
+    """Section 5's last line: the second machine's weights-left step at every batch, a second row almost free and 16
+    rows under three times one row's time, by hand from the saved file."""
+    outputs = stored_text(decoding)
+    second = _saved_run("bench_model_bf16_cpu.json")
+    steps = [next(r["ms"] for r in second["timings"] if (r["format"], r["batch"], r["phase"]) == ("float32 weights-left", b, "decode"))
+             for b in (1, 2, 4, 8, 16)]
+    assert printed(r"written weights-left, batch 1, 2, 4, 8, 16: ([\d., ]+) ms", outputs)[1] == ", ".join(f"{t:.1f}" for t in steps)
+    assert steps[1] < 1.05 * steps[0] and steps[4] < 3 * steps[0]  # "almost free", "well under the batch's growth"
+    for language in ("en", "zh"):
+        text = prose(decoding, language)
+        assert all(f"{t:.1f}" in text for t in (steps[0], steps[1], steps[4])) and f"{steps[4] / steps[0]:.1f}" in text, language

@@ -201,11 +201,13 @@ def check_outside(outside_ms: object) -> None:
         return feedback(True, f"{expected:.1f} ms outside the products, against the line's t0 ≈ {t0:.1f} ms, and its B ≈ {bandwidth:.1f} "
                         f"GB/s against the bench's roof, {roof:.1f}. The line assumed both formats read at one rate and pay one fixed "
                         f"cost, but each format's products read at their own rate (section 6's kernel lines), and outside them bfloat16's "
-                        f"step leaves {bfloat16_out:.1f} ms against float32's {expected:.1f}: B and t0 fit these two rows; they are not "
+                        f"step leaves {bfloat16_out:.1f} ms against float32's {expected:.1f} (from two loops: read the direction, not the size): "
+                        "B and t0 fit these two rows; they are not "
                         "the memory's speed and a step's true overhead.",
                         f"矩阵乘法之外是 {expected:.1f} 毫秒，而直线给出的 t0 ≈ {t0:.1f} 毫秒；它的 B ≈ {bandwidth:.1f} GB/s 也远低于"
                         f"基准测试的屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、付同一份固定开销，可每种格式的矩阵乘法"
-                        f"各有各的读取速度（第 6 节单独给内核计时的几行），矩阵乘法之外，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 只剩 {expected:.1f} 毫秒："
+                        f"各有各的读取速度（第 6 节单独给内核计时的几行），矩阵乘法之外，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 只剩 {expected:.1f} 毫秒"
+                        "（来自两个不同的循环，只能看方向，不能看大小）："
                         "B 和 t0 只是恰好穿过这两行的直线的参数，不是内存的速度，"
                         "也不是一步真正的固定开销。")
     if _close(found, t0, 0.03):
@@ -298,7 +300,7 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
                         f"{second_roof / second_bandwidth:.1f} FLOPs per byte, so a 1-FLOP-per-byte product is bound by its bytes "
                         "there. Take each machine's bound: the larger of FLOPs / roof and bytes / bandwidth.",
                         f"这是两道算力屋顶之比；可是第二台机器上 bfloat16 的脊点在每字节 {second_roof / second_bandwidth:.1f} 次浮点运算，"
-                        "每字节 1 次的乘法在那里受字节数限制。请取每台机器的下限：“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个。")
+                        "每字节 1 次的乘法在那里受带宽限制。请取每台机器的下限：“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个。")
     if _close(faster, second_bandwidth / bandwidth, 0.03):
         return feedback(False, "That is the ratio of the bandwidth roofs; but on the first machine a 1-FLOP-per-byte bfloat16 "
                         "product is right of the ridge, so its bound there is FLOPs / roof.",
@@ -315,13 +317,13 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times as fast. The bench measured "
              f"{first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), "
              f"{second_ms / bounds[1]:.1f} times the second "
-             "machine's bound: a roof says how fast the kernel that measured it runs, so time the kernel a point actually runs "
-             "before you read the point against a roof.",
+             "machine's bound, which also leaves the first machine's batch-1 reading unconfirmed: a roof says how fast the kernel "
+             "that measured it runs, so time the kernel a point actually runs before you read the point against a roof.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以批大小 1 的 bfloat16 一步"
              f"（每字节约 1 次）落在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒；练习 1 穿过 bfloat16 那一行画的直线，"
-             f"穿过的正是一个屋顶线模型认为受算力限制的点。到了第二台机器上，它们受字节数限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 "
+             f"穿过的正是一个屋顶线模型认为受算力限制的点。到了第二台机器上，它们受带宽限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 "
              f"{predicted:.2f} 倍。基准测试实测只是 {first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
-             f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍：屋顶只说明测它的那个内核能跑多快，拿一个点去对屋顶之前，"
+             f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍，所以第一台机器上“批大小 1 受算力限制”的判断也没有得到证实：屋顶只说明测它的那个内核能跑多快，拿一个点去对屋顶之前，"
              "先单独测一测它实际运行的那个内核。")
 
 

@@ -85,14 +85,14 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
     return fig
 
 
-SPLIT_PARTS = {"bytes": ("its bytes at the bandwidth roof", "按带宽屋顶读完它的字节", "tab:blue"),
-               "slow products": ("the products' time beyond that (matmul floor − bytes)", "矩阵乘法超出这部分的时间（矩阵乘法下限 − 字节）",
+SPLIT_PARTS = {"bytes": ("its weights read at the bandwidth roof", "按带宽屋顶读完它的权重", "tab:blue"),
+               "slow products": ("the products' time beyond that (matmul floor − weights)", "矩阵乘法超出这部分的时间（矩阵乘法下限 − 权重）",
                                  "tab:orange"),
                "outside products": ("outside the products (step − matmul floor)", "矩阵乘法之外（一步 − 矩阵乘法下限）", "tab:gray")}
 
 
 def draw_step_split(first: dict, second: dict | None = None) -> Figure:
-    """One bar per saved machine: its float32 batch-1 step split into its bytes' time at the bandwidth roof, the rest
+    """One bar per saved machine: its float32 batch-1 step split into its weights' time at the bandwidth roof, the rest
     of the products' time alone, and the time outside the products (results.step_split), each part labelled in ms."""
     runs = [run for run in (first, second) if run is not None]
     fig, ax = plt.subplots(figsize=(10.5, 1.6 + 0.6 * len(runs)), layout="constrained")
