@@ -202,3 +202,24 @@ def test_exercise_4_mistakes_get_their_hint(quantize, hint):
 def test_exercise_4_wants_a_matrix():
     assert "2-d float weight matrix" in verdict(lesson14.check_int8_rows, _by_row, MATRIX[0])
     assert "2-d float weight matrix" in verdict(lesson14.check_int8_rows, _by_row, "qkv")
+
+
+# Exercise 5, by hand: 3.35e12 bytes a second over 8e9 weights × 2 bytes; the ridge 989 / 3.35 FLOPs per byte, and a
+# bfloat16 step at batch b does 2b FLOPs per 2-byte weight, b per byte
+GPU_TOKENS, GPU_RIDGE_BATCH = 3.35e12 / 16e9, 989 / 3.35
+
+
+def test_exercise_5_by_hand():
+    out = verdict(lesson14.check_gpu_estimate, GPU_TOKENS, GPU_RIDGE_BATCH)
+    assert "Correct" in out and "209 tokens a second" in out and "b ≈ 295" in out
+
+
+@pytest.mark.parametrize("tokens, batch, hint", [
+    (2 * GPU_TOKENS, GPU_RIDGE_BATCH, "1 byte a weight"), (GPU_TOKENS / 1e3, GPU_RIDGE_BATCH, "units"),
+    (50.0, GPU_RIDGE_BATCH, "reads every weight once"), (GPU_TOKENS, 2 * GPU_RIDGE_BATCH, "b FLOPs per byte"),
+    (GPU_TOKENS, GPU_RIDGE_BATCH / 2, "b FLOPs per byte"), (GPU_TOKENS, 10.0, "equal to the ridge"),
+    ("many", GPU_RIDGE_BATCH, "two numbers"),
+])
+def test_exercise_5_mistakes_get_their_hint(tokens, batch, hint):
+    out = verdict(lesson14.check_gpu_estimate, tokens, batch)
+    assert "Not yet" in out and hint in out, out

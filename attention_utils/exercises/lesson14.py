@@ -1,9 +1,10 @@
-"""Checkers for lesson 14's exercises: the bench's line, float32's ridge, bfloat16's ridge and int8 by hand.
+"""Checkers for lesson 14's exercises: the bench's line, two ridges, int8 by hand and a GPU estimate.
 
 Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8, subtracts each step's one-row
 products and compares the fit's fixed cost with the step outside its products; exercise 2 places float32's ridge and
 reads the matmul floor's share of the compute roof past it; exercise 3 tests bfloat16's ridge on the second machine;
-exercise 4 runs the learner's per-row int8 quantizer on a real weight matrix.
+exercise 4 runs the learner's per-row int8 quantizer on a real weight matrix; exercise 5 carries the bytes' bound to a
+larger model on a GPU's datasheet numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ SAVED_ROWS = ("float32", "bfloat16", "int8")
 CHOICES = {"1": "embedding", "2": "kernel", "3": "outside"}  # exercise 1c: why int8 misses its prediction; 2 is right
 # Exercise 2: float32 weights, 2 FLOPs per weight per token (one multiply, one add).
 FLOAT32 = 4  # bytes a weight
+# Exercise 5: an 8-billion-weight model in bfloat16 on one H100 (datasheet: HBM3 bandwidth, dense bfloat16 throughput).
+GPU_MODEL_WEIGHTS, BFLOAT16, GPU_TB_S, GPU_TFLOP_S = 8e9, 2, 3.35, 989
 
 
 def _close(found: float, expected: float, share: float = 0.02) -> bool:
@@ -383,3 +386,36 @@ def check_int8_rows(quantize: object, weight: object) -> None:
              f"float32 scales the matrix takes {(size + 4 * rows) / 1e6:.2f} MB, against {4 * size / 1e6:.2f} MB in float32.",
              f"{size:,} 个权重还原后都在半个步长以内（最差的是 {worst:.3f} 个步长）。存成 int8 编码加 float32 缩放系数，这个矩阵占 "
              f"{(size + 4 * rows) / 1e6:.2f} MB，float32 要 {4 * size / 1e6:.2f} MB。")
+
+
+@checker
+def check_gpu_estimate(tokens_per_second: object, ridge_batch: object) -> None:
+    """Exercise 5: the most tokens a second an 8B bfloat16 model can decode at batch 1 on one H100 (its weights read
+    once a step at the datasheet bandwidth, the cache left out), and the batch at which its weights reach the ridge."""
+    if missing(tokens_per_second) or missing(ridge_batch):
+        return
+    found, batch = as_real_number(tokens_per_second), as_real_number(ridge_batch)
+    if found is None or batch is None:
+        return feedback(False, "Give two numbers: tokens a second, and a batch size.", "请给出两个数：每秒的词元数和一个批大小。")
+    step_bytes = GPU_MODEL_WEIGHTS * BFLOAT16
+    most = GPU_TB_S * 1e12 / step_bytes  # a step reads every weight once
+    ridge = GPU_TFLOP_S / GPU_TB_S  # FLOPs per byte where the roofs meet
+    expected_batch = ridge * BFLOAT16 / 2  # b tokens × 2 FLOPs per 2-byte weight = b FLOPs per byte
+    if _close(found, 2 * most, 0.03):
+        return feedback(False, "That counts 1 byte a weight: bfloat16 takes 2.", "这是按每个权重 1 字节算的：bfloat16 每个权重占 2 字节。")
+    if _close(found, most / 1e3, 0.03) or _close(found, most * 1e3, 0.03):
+        return feedback(False, "Check the units: 3.35 TB/s is 3.35e12 bytes a second.", "检查单位：3.35 TB/s 是每秒 3.35e12 字节。")
+    if not _close(found, most, 0.03):
+        return feedback(False, "At batch 1 a step reads every weight once: tokens a second ≤ bandwidth / (weights × 2 bytes).",
+                        "批大小 1 时，一步把每个权重读一遍：每秒词元数 ≤ 带宽 / （权重个数 × 2 字节）。")
+    if _close(batch, 2 * expected_batch, 0.03) or _close(batch, expected_batch / 2, 0.03):
+        return feedback(False, "At batch b each 2-byte weight does 2 FLOPs for each of b tokens: b FLOPs per byte.",
+                        "批大小为 b 时，每个 2 字节的权重对 b 个词元各做 2 次浮点运算：每字节 b 次。")
+    if not _close(batch, expected_batch, 0.03):
+        return feedback(False, f"Set the weights' FLOPs per byte at batch b equal to the ridge, {GPU_TFLOP_S} / {GPU_TB_S}.",
+                        f"令批大小为 b 时权重部分每字节的浮点运算次数等于脊点 {GPU_TFLOP_S} / {GPU_TB_S}。")
+    feedback(True, f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ {most:.0f} tokens a second at most, however fast the GPU "
+             f"computes; and at b ≈ {expected_batch:.0f} the weights reach the ridge, so below a few hundred requests the GPU "
+             "waits for memory too. That is why serving batches requests.",
+             f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ 每秒最多 {most:.0f} 个词元，不管 GPU 算得多快；b ≈ {expected_batch:.0f} "
+             "时权重部分才到脊点，所以请求不到几百个时，GPU 同样在等内存。这就是推理服务要把请求攒成批次的原因。")
