@@ -223,3 +223,10 @@ def test_exercise_5_by_hand():
 def test_exercise_5_mistakes_get_their_hint(tokens, batch, hint):
     out = verdict(lesson14.check_gpu_estimate, tokens, batch)
     assert "Not yet" in out and hint in out, out
+
+
+def test_exercise_1c_subtracting_the_float32_floor_from_int8_gets_its_hint():
+    """int8's step minus float32's products (the matmul floor, by hand from the JSON) is the wrong subtrahend."""
+    floor = next(r["ms"] for r in _SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("matmul floor", 1, "decode"))
+    out = verdict(lesson14.check_int8_outside, T8 - floor, T16 - _SAVED["int8_kernel"]["bfloat16_linear_ms"])
+    assert "Not yet" in out and "subtract int8's own" in out

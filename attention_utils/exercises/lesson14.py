@@ -152,6 +152,9 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
                         "the table.)",
                         f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多，"
                         "所以选项 3 站不住：int8 比预测慢的部分在矩阵乘法里。（只是近似：int8 内核那一行连嵌入表也量化了。）")
+    if _close(found[0], saved_steps()["int8"][1] - _step_ms(_runs()[0], "matmul floor"), 0.03):
+        return feedback(False, "That subtracts float32's products (the matmul floor); subtract int8's own, the int8 kernel line.",
+                        "这减的是 float32 的矩阵乘法（矩阵乘法下限）；请减去 int8 自己的，即 int8 内核那一行。")
     feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 6's table) minus its one-row products (section 6's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
              "用每种格式批大小 1 的一步（这个单元格开头打印的，或第 6 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
