@@ -762,20 +762,24 @@ def test_lesson14_the_weights_left_step_in_section_5(decoding):
 
 
 def test_lesson14_lesson12s_slopes_against_the_cache_bytes(decoding):
-    """Section 4: each variant's fitted slope over its cache's bytes per token at the first machine's roof, by hand
-    from bench_decode.json and bench_model.json: above 1 and growing as the cache shrinks, quoted in both languages."""
+    """Section 4: lesson 12's three fitted slopes against their cache bytes' time at the first machine's roof, a line by
+    hand (least squares over the three variants, from bench_decode.json and bench_model.json): close to the bytes' time
+    in its factor, plus a part that does not shrink with the cache; quoted in both languages."""
     outputs = stored_text(decoding)
     decode, roof = _saved_run("bench_decode.json"), _saved_run("bench_model.json")["roofs"]["bandwidth_gb_s"]
-    ratios = []
+    xs, ys = [], []
     for name in ("mha", "gqa", "mqa"):
         rows = sorted((r for r in decode["rows"] if r["variant"] == name and r["window"] is None), key=lambda r: r["length"])
         lengths, times = [r["length"] for r in rows], [r["cached_ms"] for r in rows]
         mean_t, mean_y = sum(lengths) / len(lengths), sum(times) / len(times)
-        slope = sum((t - mean_t) * (y - mean_y) for t, y in zip(lengths, times)) / sum((t - mean_t) ** 2 for t in lengths)
+        ys.append(1e3 * sum((t - mean_t) * (y - mean_y) for t, y in zip(lengths, times)) / sum((t - mean_t) ** 2 for t in lengths))
         at_128 = next(r for r in rows if r["length"] == 128)
-        ratios.append(slope / (at_128["cache_bytes"] / 128 / (roof * 1e6)))
-    shown = [f"{r:.1f}" for r in ratios]
-    assert printed(r"slopes against the cache's bytes at that roof: MHA ([\d.]+)x, GQA ([\d.]+)x, MQA ([\d.]+)x", outputs).groups() == tuple(shown)
-    assert 1 < ratios[0] < ratios[1] < ratios[2]  # "growing as the cache shrinks"
+        xs.append(1e3 * at_128["cache_bytes"] / 128 / (roof * 1e6))
+    mean_x, mean_y = sum(xs) / 3, sum(ys) / 3
+    factor = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
+    fixed = mean_y - factor * mean_x
+    shown = (f"{factor:.2f}", f"{fixed:.1f}")
+    assert printed(r"against their cache bytes' time at that roof: ([\d.]+) × the bytes' time \+ ([\d.]+) ms per 1,000", outputs).groups() == shown
+    assert 0.9 < factor < 1.3 and fixed > 1  # "follow the bytes", "a part that does not shrink with the cache"
     for language in ("en", "zh"):
-        assert all(r in prose(decoding, language) for r in shown), language
+        assert all(number in prose(decoding, language) for number in shown), language

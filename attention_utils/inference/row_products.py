@@ -1,13 +1,12 @@
 """The same float32 product with the weight matrix on the left, W @ x.T, for the few rows of a decode step (lesson 14).
 
-`nn.Linear` computes x @ W.T. torch sends one row of x to a matrix-vector kernel and a few rows to a
-matrix-matrix kernel that takes W as its transposed operand; on the AMD EPYC CPUs this series was measured on
-(2 threads, torch's CPU wheel) both read float32 weights at a third to a half of the speed of a large read.
-Written W @ x.T, with x.T a transposed view of two or more contiguous rows, the same numbers (up to float32
-rounding) go through the matrix-matrix kernel the other way round, which read them at about four fifths of it
-on the one CPU where both were measured; one row is doubled to make two, so that this kernel takes it (twice
-the FLOPs of a product that waits for its bytes). Which way is faster depends on the CPU, its BLAS library and
-the threads: measure.
+`nn.Linear` computes x @ W.T: torch 2.13 hands one row or a few to MKL's sgemm with W as the first, transposed
+operand (MKL_VERBOSE=1 shows the calls); on the AMD EPYC CPUs this series was measured on (2 threads, torch's CPU
+wheel) it read float32 weights at a third to a half of the speed of a large read. Written W @ x.T, with x.T a
+transposed view of two or more contiguous rows, the same numbers (up to float32 rounding) reach sgemm with the rows
+first, and MKL, which picks its own code path for each shape, read them at about four fifths of it on the one CPU
+where both were measured; one row is doubled to make two (twice the FLOPs of a product that waits for its bytes).
+Which way is faster depends on the CPU, its BLAS library and the threads: measure.
 """
 
 from __future__ import annotations
