@@ -565,7 +565,7 @@ def test_lesson14_the_float32_step_against_its_bytes_as_section_3_reads_it(decod
     for language in ("en", "zh"):
         assert all(number in prose(decoding, language) for number in (bytes_ms, f"{share}%", step)), language
     assert f"at most about {most} tokens a second, against the {made} it made" in prose(decoding, "en").replace("\n", " ")
-    assert f"每秒最多约能解码 {most} 个词元，它实际是 {made} 个" in prose(decoding, "zh")
+    assert f"每秒最多约 {most} 个词元，它实际是 {made} 个" in prose(decoding, "zh")
 
 
 def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothing(decoding):
