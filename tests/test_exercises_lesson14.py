@@ -230,3 +230,51 @@ def test_exercise_1c_subtracting_the_float32_floor_from_int8_gets_its_hint():
     floor = next(r["ms"] for r in _SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("matmul floor", 1, "decode"))
     out = verdict(lesson14.check_int8_outside, T8 - floor, T16 - _SAVED["int8_kernel"]["bfloat16_linear_ms"])
     assert "Not yet" in out and "subtract int8's own" in out
+
+
+def _float32_rows(run: dict) -> tuple[dict, dict]:
+    """The float32 decode step and prefill at batch 1, read with plain json."""
+    rows = {r["phase"]: r for r in run["timings"] if (r["format"], r["batch"]) == ("float32", 1)}
+    return rows["decode"], rows["prefill"]
+
+
+# Exercise 6, by hand from the second machine's file: the step's bytes at its roof, over a prefill token, and the step over them
+_STEP2, _PREFILL2 = _float32_rows(_SECOND)
+BYTES_MS_2 = (_STEP2["weight_bytes"] + _STEP2["cache_bytes"]) / 1e6 / _SECOND["roofs"]["bandwidth_gb_s"]  # MB / (GB/s) = ms
+AGAINST_PREFILL_2 = BYTES_MS_2 / (_PREFILL2["ms"] / 128)
+AGAINST_BYTES_2 = _STEP2["ms"] / BYTES_MS_2
+
+
+def test_exercise_6_by_hand_in_every_form():
+    assert 5 < AGAINST_PREFILL_2 < 7 and 3 < AGAINST_BYTES_2 < 4  # the reviewer's 6.0 and 3.5, roughly
+    for form in FORMS:
+        out = verdict(lesson14.check_step_factors, form(BYTES_MS_2), form(AGAINST_PREFILL_2), form(AGAINST_BYTES_2))
+        assert "Correct" in out and f"{AGAINST_BYTES_2:.1f} times its bytes" in out, out
+    weights_only = _STEP2["weight_bytes"] / 1e6 / _SECOND["roofs"]["bandwidth_gb_s"]  # the small cache left out: accepted
+    assert "Correct" in verdict(lesson14.check_step_factors, weights_only, AGAINST_PREFILL_2, AGAINST_BYTES_2)
+
+
+@pytest.mark.parametrize("answer, hint", [
+    ((BYTES_MS_2 * _SECOND["roofs"]["bandwidth_gb_s"] / _SAVED["roofs"]["bandwidth_gb_s"], AGAINST_PREFILL_2, AGAINST_BYTES_2), "first machine's roof"),
+    ((1e3 * BYTES_MS_2, AGAINST_PREFILL_2, AGAINST_BYTES_2), "MB / (GB/s) = ms"),
+    ((BYTES_MS_2, AGAINST_PREFILL_2 / 128, AGAINST_BYTES_2), "by its 128 tokens"),
+    ((BYTES_MS_2, 1 / AGAINST_PREFILL_2, AGAINST_BYTES_2), "Turn the ratio over"),
+    ((BYTES_MS_2, AGAINST_PREFILL_2, 1 / AGAINST_BYTES_2), "Turn the ratio over"),
+    ((BYTES_MS_2, AGAINST_PREFILL_2, 2.8), "(c) the measured step"),
+    ((BYTES_MS_2, "six", AGAINST_BYTES_2), "three numbers"),
+])
+def test_exercise_6_mistakes_get_their_hint(answer, hint):
+    out = verdict(lesson14.check_step_factors, *answer)
+    assert "Not yet" in out and hint in out, out
+
+
+def test_exercise_3_names_the_ridges_of_the_other_roofs():
+    """The two other roofs on screen, float32's format roof and section 1's a @ b, each divided by the bandwidth."""
+    for roof, hint in ((_SAVED["format_roofs"]["float32"], "float32's compute roof"), (_ROOFS["matmul_gflop_s"], "section 1's roof")):
+        out = verdict(lesson14.check_bfloat16_ridge, roof / _ROOFS["bandwidth_gb_s"], ROOFLINE_GAIN)
+        assert "Not yet" in out and hint in out, out
+
+
+def test_exercise_1a_bfloat16s_bytes_over_its_time_gets_its_hint():
+    out = verdict(lesson14.check_fit, W16 / T16, T0)
+    assert "Not yet" in out and "bfloat16's bytes over its time" in out, out

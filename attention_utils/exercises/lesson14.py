@@ -4,7 +4,8 @@ Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts in
 products and compares the fit's fixed cost with the step outside its products; exercise 2 places float32's ridge and
 reads the matmul floor's share of the compute roof past it; exercise 3 tests bfloat16's ridge on the second machine;
 exercise 4 runs the learner's per-row int8 quantizer on a real weight matrix; exercise 5 carries the bytes' bound to a
-larger model on a GPU's datasheet numbers.
+larger model on a GPU's datasheet numbers; exercise 6 splits the second machine's float32 step in section 3's two
+factors.
 """
 
 from __future__ import annotations
@@ -15,75 +16,14 @@ import torch
 
 from .. import results
 from . import as_real_number, checker, feedback, missing
+from .saved_model_bench import (close, fitted_line, one_row_bound_ms, outside_products_ms, saved_bfloat16_roofs, saved_one_row_bfloat16,
+                                saved_ridge, saved_runs, saved_steps, step_ms)
 
-# Exercise 1 reads the saved bench: each format's weight bytes and decode step at batch 1.
-SAVED_ROWS = ("float32", "bfloat16", "int8")
 CHOICES = {"1": "embedding", "2": "kernel", "3": "outside"}  # exercise 1c: why int8 misses its prediction; 2 is right
 # Exercise 2: float32 weights, 2 FLOPs per weight per token (one multiply, one add).
 FLOAT32 = 4  # bytes a weight
 # Exercise 5: an 8-billion-weight model in bfloat16 on one H100 (datasheet: HBM3 bandwidth, dense bfloat16 throughput).
 GPU_MODEL_WEIGHTS, BFLOAT16, GPU_TB_S, GPU_TFLOP_S = 8e9, 2, 3.35, 989
-
-
-def _close(found: float, expected: float, share: float = 0.02) -> bool:
-    return abs(found - expected) <= share * abs(expected)
-
-
-def _runs() -> tuple[dict, dict]:
-    """The two saved model benches: the first machine's (figures/bench_model.json) and the second's (bfloat16 instructions)."""
-    return results.load_saved(results.SAVED_MODEL), results.load_saved(results.SAVED_MODEL_BF16)
-
-
-def _step_ms(run: dict, name: str) -> float:
-    """One saved decode row's median ms at batch 1."""
-    return next(r["ms"] for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (name, 1, "decode"))
-
-
-def saved_steps() -> dict[str, tuple[float, float]]:
-    """(weight MB, decode ms) of float32, bfloat16 and int8 at batch 1 on the first machine."""
-    first = _runs()[0]
-    rows = {r["format"]: r for r in first["timings"] if (r["batch"], r["phase"]) == (1, "decode")}
-    return {name: (rows[name]["weight_bytes"] / 1e6, rows[name]["ms"]) for name in SAVED_ROWS}
-
-
-def saved_ridge() -> float:
-    """The bench's ridge on the first machine: its matmul roof (GFLOP/s) over its bandwidth roof (GB/s)."""
-    roofs = _runs()[0]["roofs"]
-    return roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
-
-
-def outside_products_ms(run: dict) -> dict[str, float]:
-    """Each format's batch-1 step minus its one-row products timed alone (float32: the matmul floor; bfloat16: its
-    F.linear; int8: its kernel, whose line also quantizes the table the int8 model keeps in bfloat16). Both times are
-    rounded to 0.1 ms first, as the lesson prints them, so the feedback shows the difference a learner computes."""
-    kernel = run["int8_kernel"]
-    products = {"float32": _step_ms(run, "matmul floor"), "bfloat16": kernel["bfloat16_linear_ms"], "int8": kernel["int8_kernel_ms"]}
-    return {name: round(_step_ms(run, name), 1) - round(ms, 1) for name, ms in products.items()}
-
-
-def saved_bfloat16_roofs() -> tuple[float, float, float, float]:
-    """bfloat16's compute roof (GFLOP/s) and the bandwidth roof (GB/s) of the first machine, then the same two of the second."""
-    first, second = _runs()
-    return (first["format_roofs"]["bfloat16"], first["roofs"]["bandwidth_gb_s"],
-            second["format_roofs"]["bfloat16"], second["roofs"]["bandwidth_gb_s"])
-
-
-def one_row_bound_ms(roof: float, bandwidth: float, megabytes: float) -> float:
-    """The roofline's least time for bfloat16 one-row products of `megabytes`: 2 FLOPs per 2-byte weight, so MFLOP = MB."""
-    return max(megabytes / roof, megabytes / bandwidth)
-
-
-def saved_one_row_bfloat16() -> tuple[float, float, float]:
-    """Every weight matrix × one vector with bfloat16 F.linear: ms on the first and on the second machine, and its MB."""
-    first, second = (run["int8_kernel"] for run in _runs())
-    return first["bfloat16_linear_ms"], second["bfloat16_linear_ms"], first["bfloat16_bytes"] / 1e6
-
-
-def fitted_line() -> tuple[float, float]:
-    """Bandwidth (GB/s) and fixed cost (ms) of t = W / B + t0 through the float32 and bfloat16 rows."""
-    (w32, t32), (w16, t16) = saved_steps()["float32"], saved_steps()["bfloat16"]
-    bandwidth = (w32 - w16) / (t32 - t16)  # MB per ms = GB/s
-    return bandwidth, t32 - w32 / bandwidth
 
 
 @checker
@@ -96,16 +36,18 @@ def check_fit(bandwidth_gb_s: object, overhead_ms: object) -> None:
         return feedback(False, "Give two numbers: GB per second and milliseconds.", "请给出两个数：每秒的 GB 数和毫秒数。")
     bandwidth, t0 = fitted_line()
     w32, t32 = saved_steps()["float32"]
-    if _close(found, bandwidth, 0.01) and abs(fixed - t0) <= 0.3:
+    if close(found, bandwidth, 0.01) and abs(fixed - t0) <= 0.3:
         return feedback(True, f"Subtracting the two rows removes t0: B = ΔW / Δt ≈ {bandwidth:.1f} GB/s, then "
                         f"t0 = {t32:.1f} − {w32:.0f} / B ≈ {t0:.1f} ms. Halving the bytes cannot halve a step that "
                         "pays t0 as well.",
                         f"两行相减，t0 就消掉了：B = ΔW / Δt ≈ {bandwidth:.1f} GB/s；再由 t0 = {t32:.1f} − {w32:.0f} / B "
                         f"得 t0 ≈ {t0:.1f} 毫秒。一步还要付出 t0，所以字节数减半，耗时减不到一半。")
-    if _close(found, w32 / t32, 0.01):
-        return feedback(False, "That is float32's bytes over its time: it counts the fixed cost as reading. Use both rows.",
-                        "这是 float32 的字节数除以它的耗时：把固定开销也算成了读内存的时间。请用两行数据一起求。")
-    if _close(found, bandwidth * 1e3, 0.03) or _close(found, bandwidth / 1e3, 0.03):
+    w16, t16 = saved_steps()["bfloat16"]
+    for name, zh, (w, t) in (("float32", "float32", (w32, t32)), ("bfloat16", "bfloat16", (w16, t16))):
+        if close(found, w / t, 0.01):
+            return feedback(False, f"That is {name}'s bytes over its time: it counts the fixed cost as reading. Use both rows.",
+                            f"这是 {zh} 的字节数除以它的耗时：把固定开销也算成了读内存的时间。请用两行数据一起求。")
+    if close(found, bandwidth * 1e3, 0.03) or close(found, bandwidth / 1e3, 0.03):
         return feedback(False, "Check the units: MB per ms is GB per second.", "检查单位：每毫秒的 MB 数就是每秒的 GB 数。")
     feedback(False, "Write t = W / B + t0 for both rows and subtract one from the other: t0 cancels.",
              "对两行各写出 t = W / B + t0，再相减：t0 就消掉了。")
@@ -122,15 +64,15 @@ def check_int8_prediction(int8_ms: object) -> None:
     bandwidth, t0 = fitted_line()
     w8, measured = saved_steps()["int8"]
     expected = w8 / bandwidth + t0
-    if _close(found, expected, 0.05):
+    if close(found, expected, 0.05):
         return feedback(True, f"{w8:.0f} MB / {bandwidth:.1f} GB/s + {t0:.1f} ms ≈ {expected:.1f} ms; the bench measured "
                         f"{measured:.1f} ms.",
                         f"{w8:.0f} MB / {bandwidth:.1f} GB/s + {t0:.1f} 毫秒 ≈ {expected:.1f} 毫秒；基准测试实测是 "
                         f"{measured:.1f} 毫秒。")
-    if _close(found, measured, 0.02):
+    if close(found, measured, 0.02):
         return feedback(False, "That is what the bench measured; predict it from int8's bytes with the line of 1a.",
                         "这是基准测试实测的耗时；请用练习 1（a）的直线，由 int8 的字节数来预测。")
-    if _close(found, w8 / bandwidth, 0.05):
+    if close(found, w8 / bandwidth, 0.05):
         return feedback(False, "Add the fixed cost t0: every step pays it.", "还要加上固定开销 t0：每一步都要付出它。")
     feedback(False, "t = int8's weight MB / B + t0, with B and t0 from 1a.", "t = int8 的权重 MB 数 / B + t0，B 和 t0 取自练习 1（a）。")
 
@@ -144,15 +86,17 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     if None in found:
         return feedback(False, "Give two numbers of milliseconds: int8's first, then bfloat16's.",
                         "请给出两个毫秒数：先写 int8 的，再写 bfloat16 的。")
-    outside = outside_products_ms(_runs()[0])
+    outside = outside_products_ms(saved_runs()[0])
     expected = outside["int8"], outside["bfloat16"]
-    if all(_close(f, e, 0.03) for f, e in zip(found, expected)):
+    if all(close(f, e, 0.03) for f, e in zip(found, expected)):
         return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about the "
-                        "same, so option 3 does not hold: int8's miss is in its products. (Approximate: the int8 kernel line also quantizes "
-                        "the table.)",
+                        "same, so option 3 does not hold: int8's miss is in its products. Read the direction, not the size: the steps and the "
+                        "kernels come from two loops, so this holds only if the loops shift both formats alike (and the int8 kernel line "
+                        "also quantizes the table).",
                         f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多，"
-                        "所以选项 3 站不住：int8 比预测慢的部分在矩阵乘法里。（只是近似：int8 内核那一行连嵌入表也量化了。）")
-    if _close(found[0], saved_steps()["int8"][1] - _step_ms(_runs()[0], "matmul floor"), 0.03):
+                        "所以选项 3 站不住：int8 比预测慢的部分在矩阵乘法里。只看方向，别看大小：一步和内核来自两个循环，只有两个循环对两种格式的影响相同，"
+                        "这个结论才成立（而且 int8 内核那一行连嵌入表也量化了）。")
+    if close(found[0], saved_steps()["int8"][1] - step_ms(saved_runs()[0], "matmul floor"), 0.03):
         return feedback(False, "That subtracts float32's products (the matmul floor); subtract int8's own, the int8 kernel line.",
                         "这减的是 float32 的矩阵乘法（矩阵乘法下限）；请减去 int8 自己的，即 int8 内核那一行。")
     feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 6's table) minus its one-row products (section 6's kernel lines: "
@@ -171,7 +115,7 @@ def check_int8_miss(reason: object) -> None:
     if picked is None:
         return feedback(False, "Give one option's number: 1, 2 or 3.", "请给出一个选项的序号：1、2 或 3。")
     if picked == "kernel":
-        first = _runs()[0]
+        first = saved_runs()[0]
         kernel = first["int8_kernel"]
         read = kernel["int8_bytes"] / kernel["int8_kernel_ms"] / 1e6  # GB/s
         bf16_read = kernel["bfloat16_bytes"] / kernel["bfloat16_linear_ms"] / 1e6  # GB/s
@@ -201,9 +145,9 @@ def check_outside(outside_ms: object) -> None:
     found = as_real_number(outside_ms)
     if found is None:
         return feedback(False, "Give a number of milliseconds.", "请给出一个毫秒数。")
-    expected, (bandwidth, t0) = outside_products_ms(_runs()[0])["float32"], fitted_line()
-    roof, bfloat16_out = saved_bfloat16_roofs()[1], outside_products_ms(_runs()[0])["bfloat16"]
-    if _close(found, expected, 0.03):
+    expected, (bandwidth, t0) = outside_products_ms(saved_runs()[0])["float32"], fitted_line()
+    roof, bfloat16_out = saved_bfloat16_roofs()[1], outside_products_ms(saved_runs()[0])["bfloat16"]
+    if close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, against the line's t0 ≈ {t0:.1f} ms, and its B ≈ {bandwidth:.1f} "
                         f"GB/s against the bench's roof, {roof:.1f}. The line assumed both formats read at one rate and pay one fixed "
                         f"cost, but each format's products read at their own rate (section 6's kernel lines), and outside them bfloat16's "
@@ -216,7 +160,7 @@ def check_outside(outside_ms: object) -> None:
                         "（来自两个不同的循环，只能看方向，不能看大小）："
                         "B 和 t0 只是恰好穿过这两行的直线的参数，不是内存的速度，"
                         "也不是一步真正的固定开销。")
-    if _close(found, t0, 0.03):
+    if close(found, t0, 0.03):
         return feedback(False, "That is t0 from the line of 1a; read the two rows of the table instead: step minus floor.",
                         "这是练习 1（a）直线给出的 t0；请直接读表里的两行：一步解码减去矩阵乘法下限。")
     feedback(False, "Subtract the matmul floor's batch-1 step from float32's (section 3's table).",
@@ -233,15 +177,15 @@ def check_ridge_batch(answer: object) -> None:
         return feedback(False, "Give a batch size.", "请给出一个批大小。")
     ridge = saved_ridge()
     expected = FLOAT32 * ridge / 2  # 2 FLOPs per token per 4-byte weight: b / 2 FLOPs per byte
-    if _close(found, expected, 0.05) or round(found) == round(expected):
+    if close(found, expected, 0.05) or round(found) == round(expected):
         return feedback(True, f"A float32 step does 2b / {FLOAT32} = b / 2 FLOPs per byte, so it reaches the ridge, {ridge:.1f}, at "
                         f"b ≈ {expected:.1f}: between the table's batches 8 and 16. Part (b) asks how near the compute roof the floor runs there.",
                         f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}，"
                         "落在表里批大小 8 和 16 之间。（b）问的是矩阵乘法下限在这里离算力屋顶有多近。")
-    if _close(found, ridge, 0.05):
+    if close(found, ridge, 0.05):
         return feedback(False, f"{ridge:.1f} is the ridge itself, in FLOPs per byte; find the b whose b / 2 FLOPs per byte equal it.",
                         f"{ridge:.1f} 是脊点本身（每字节的浮点运算次数）；要求的是使 b / 2 等于它的 b。")
-    if _close(found, ridge / 2, 0.05) or _close(found, ridge * FLOAT32, 0.05):
+    if close(found, ridge / 2, 0.05) or close(found, ridge * FLOAT32, 0.05):
         return feedback(False, "A float32 step does 2 FLOPs per 4-byte weight per token: b / 2 FLOPs per byte, so b = 2 × ridge.",
                         "float32 的一步解码，每个 4 字节的权重对每个词元做 2 次浮点运算：每字节 b / 2 次，所以 b = 2 × 脊点。")
     feedback(False, "Set b / 2 (a float32 step's FLOPs per byte at batch b) equal to the ridge printed above.",
@@ -256,11 +200,11 @@ def check_floor_share(answer: object) -> None:
     found = as_real_number(answer)
     if found is None:
         return feedback(False, "Give a fraction, such as 0.5.", "请给出一个小数，例如 0.5。")
-    first = _runs()[0]
+    first = saved_runs()[0]
     row, roof = results.model_timing(first, "matmul floor", 16), first["roofs"]["matmul_gflop_s"]
     gflop_s = 2 * row["weight_bytes"] / FLOAT32 * 16 / row["ms"] / 1e6  # 2 FLOPs per weight per row; FLOPs per ms / 1e6
     expected = gflop_s / roof
-    if _close(found, expected, 0.03):
+    if close(found, expected, 0.03):
         return feedback(True, f"2 × {row['weight_bytes'] / FLOAT32 / 1e6:.1f} M weights × 16 rows in {row['ms']:.1f} ms is "
                         f"{gflop_s:.1f} GFLOP/s, {expected:.2f} of the {roof:.1f} GFLOP/s roof: on paper past the ridge, yet far "
                         "from bound by arithmetic, since a few-row kernel most likely does not run the way the large matmul that "
@@ -268,11 +212,11 @@ def check_floor_share(answer: object) -> None:
                         f"2 × {row['weight_bytes'] / FLOAT32 / 1e8:.3f} 亿个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
                         f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍：纸面上已经过了脊点，却还远没有受算力限制，"
                         "因为只乘几行的内核很可能和测屋顶的那次大矩阵乘法工作方式不同。")
-    if _close(found, 100 * expected, 0.03):
+    if close(found, 100 * expected, 0.03):
         return feedback(False, "That is a percentage; give the share as a fraction.", "这是百分数；请写成小数。")
-    if _close(found, gflop_s, 0.03):
+    if close(found, gflop_s, 0.03):
         return feedback(False, "That is the floor's GFLOP/s; divide it by the compute roof.", "这是矩阵乘法下限的 GFLOP/s；再除以算力屋顶。")
-    if _close(found, expected / 16, 0.03) or _close(found, expected * FLOAT32, 0.03):
+    if close(found, expected / 16, 0.03) or close(found, expected * FLOAT32, 0.03):
         return feedback(False, "Count 2 FLOPs per weight for each of the 16 rows, and 4 bytes a float32 weight.",
                         "每个权重对 16 行中的每一行各做 2 次浮点运算；float32 的每个权重是 4 字节。")
     feedback(False, "Divide the floor's FLOPs (2 × weights × 16) by its time to get GFLOP/s, then by the compute roof.",
@@ -292,27 +236,34 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
     first_ms, second_ms, megabytes = saved_one_row_bfloat16()
     bounds = one_row_bound_ms(roof, bandwidth, megabytes), one_row_bound_ms(second_roof, second_bandwidth, megabytes)
     expected, predicted = roof / bandwidth, bounds[0] / bounds[1]
-    if _close(found, bandwidth / roof, 0.03):
+    first = saved_runs()[0]
+    for other, en, zh in ((first["format_roofs"]["float32"], "float32's compute roof", "float32 的算力屋顶"),
+                          (first["roofs"]["matmul_gflop_s"], "section 1's roof (a @ b)", "第 1 节的屋顶（a @ b）")):
+        if close(found, other / bandwidth, 0.03):
+            return feedback(False, f"That divides {en} by the bandwidth; bfloat16's ridge uses bfloat16's own compute roof "
+                            "(the first number printed).",
+                            f"这是用{zh}除以带宽；bfloat16 的脊点要用 bfloat16 自己的算力屋顶（打印出的第一个数）。")
+    if close(found, bandwidth / roof, 0.03):
         return feedback(False, "That is bandwidth over throughput: the ridge is GFLOP/s divided by GB/s.",
                         "这是带宽除以算力；脊点是 GFLOP/s 除以 GB/s。")
-    if not _close(found, expected, 0.03):
+    if not close(found, expected, 0.03):
         return feedback(False, "The ridge is where the roofs meet: bfloat16's GFLOP/s divided by the GB/s.",
                         "脊点是两道屋顶的交点：bfloat16 的 GFLOP/s 除以 GB/s。")
-    if _close(faster, first_ms / second_ms, 0.03):
+    if close(faster, first_ms / second_ms, 0.03):
         return feedback(False, "That is what the bench measured; (b) asks what the roofline predicts.",
                         "这是基准测试实测的倍数；（b）问的是屋顶线模型预测的倍数。")
-    if _close(faster, second_roof / roof, 0.03):
+    if close(faster, second_roof / roof, 0.03):
         return feedback(False, f"That is the ratio of the compute roofs; but on the second machine bfloat16's ridge is at "
                         f"{second_roof / second_bandwidth:.1f} FLOPs per byte, so a 1-FLOP-per-byte product is bound by its bytes "
                         "there. Take each machine's bound: the larger of FLOPs / roof and bytes / bandwidth.",
                         f"这是两道算力屋顶之比；可是第二台机器上 bfloat16 的脊点在每字节 {second_roof / second_bandwidth:.1f} 次浮点运算，"
                         "每字节 1 次的乘法在那里受带宽限制。请取每台机器的下限：“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个。")
-    if _close(faster, second_bandwidth / bandwidth, 0.03):
+    if close(faster, second_bandwidth / bandwidth, 0.03):
         return feedback(False, "That is the ratio of the bandwidth roofs; but on the first machine a 1-FLOP-per-byte bfloat16 "
                         "product is right of the ridge, so its bound there is FLOPs / roof.",
                         "这是两道带宽屋顶之比；可是在第一台机器上，每字节 1 次浮点运算的 bfloat16 乘法在脊点右边，"
                         "那里的下限是“浮点运算 / 算力屋顶”。")
-    if not _close(faster, predicted, 0.03):
+    if not close(faster, predicted, 0.03):
         return feedback(False, "Each machine's least time is the larger of FLOPs / roof and bytes / bandwidth (MFLOP = MB here); "
                         "divide the first machine's by the second's.",
                         "每台机器的耗时下限是“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个（这里 MFLOP 数等于 MB 数）；"
@@ -323,14 +274,17 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times as fast. The bench measured "
              f"{first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), "
              f"{second_ms / bounds[1]:.1f} times the second "
-             "machine's bound, which also leaves the first machine's batch-1 reading unconfirmed: a roof says how fast the kernel "
-             "that measured it runs, so time the kernel a point actually runs before you read the point against a roof.",
+             "machine's bound. That bears on the second machine's kernel, another bfloat16 path, not on the first machine's: it "
+             "shows that roofs measured with large products do not predict one-row kernels. On the first machine itself the "
+             f"one-row products took {first_ms:.1f} ms against the {bounds[0]:.1f} of the arithmetic bound, which fits the reading "
+             "without proving it; only timing the kernel a point actually runs can.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以批大小 1 的 bfloat16 一步"
              f"（每字节约 1 次）落在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒；练习 1 穿过 bfloat16 那一行画的直线，"
              f"穿过的正是一个屋顶线模型认为受算力限制的点。到了第二台机器上，它们受带宽限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 "
              f"{predicted:.2f} 倍。基准测试实测只是 {first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
-             f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍，所以第一台机器上“批大小 1 受算力限制”的判断也没有得到证实：屋顶只说明测它的那个内核能跑多快，拿一个点去对屋顶之前，"
-             "先单独测一测它实际运行的那个内核。")
+             f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍。这说的是第二台机器的内核，它走的是另一条 bfloat16 路径，说明不了第一台："
+             "它说明的是，用大矩阵乘法测出的屋顶预测不了只乘一行的内核。在第一台机器上，只乘一行的乘法用了 "
+             f"{first_ms:.1f} 毫秒，算力下限是 {bounds[0]:.1f} 毫秒，与“受算力限制”的判断相符，但不算证明；要证明，只能单独测一测这个点实际运行的内核。")
 
 
 def _int8_problem(found: object, weight: torch.Tensor) -> tuple[str, str] | None:
@@ -404,17 +358,17 @@ def check_gpu_estimate(tokens_per_second: object, ridge_batch: object) -> None:
     most = GPU_TB_S * 1e12 / step_bytes  # a step reads every weight once
     ridge = GPU_TFLOP_S / GPU_TB_S  # FLOPs per byte where the roofs meet
     expected_batch = ridge * BFLOAT16 / 2  # b tokens × 2 FLOPs per 2-byte weight = b FLOPs per byte
-    if _close(found, 2 * most, 0.03):
+    if close(found, 2 * most, 0.03):
         return feedback(False, "That counts 1 byte a weight: bfloat16 takes 2.", "这是按每个权重 1 字节算的：bfloat16 每个权重占 2 字节。")
-    if _close(found, most / 1e3, 0.03) or _close(found, most * 1e3, 0.03):
+    if close(found, most / 1e3, 0.03) or close(found, most * 1e3, 0.03):
         return feedback(False, "Check the units: 3.35 TB/s is 3.35e12 bytes a second.", "检查单位：3.35 TB/s 是每秒 3.35e12 字节。")
-    if not _close(found, most, 0.03):
+    if not close(found, most, 0.03):
         return feedback(False, "At batch 1 a step reads every weight once: tokens a second ≤ bandwidth / (weights × 2 bytes).",
                         "批大小 1 时，一步把每个权重读一遍：每秒词元数 ≤ 带宽 / （权重个数 × 2 字节）。")
-    if _close(batch, 2 * expected_batch, 0.03) or _close(batch, expected_batch / 2, 0.03):
+    if close(batch, 2 * expected_batch, 0.03) or close(batch, expected_batch / 2, 0.03):
         return feedback(False, "At batch b each 2-byte weight does 2 FLOPs for each of b tokens: b FLOPs per byte.",
                         "批大小为 b 时，每个 2 字节的权重对 b 个词元各做 2 次浮点运算：每字节 b 次。")
-    if not _close(batch, expected_batch, 0.03):
+    if not close(batch, expected_batch, 0.03):
         return feedback(False, f"Set the weights' FLOPs per byte at batch b equal to the ridge, {GPU_TFLOP_S} / {GPU_TB_S}.",
                         f"令批大小为 b 时权重部分每字节的浮点运算次数等于脊点 {GPU_TFLOP_S} / {GPU_TB_S}。")
     feedback(True, f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ {most:.0f} tokens a second at most, however fast the GPU "
@@ -422,3 +376,38 @@ def check_gpu_estimate(tokens_per_second: object, ridge_batch: object) -> None:
              "waits for memory too. That is why serving batches requests.",
              f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ 每秒最多 {most:.0f} 个词元，不管 GPU 算得多快；b ≈ {expected_batch:.0f} "
              "时权重部分才到脊点，所以请求不到几百个时，GPU 同样在等内存。这就是推理服务要把请求攒成批次的原因。")
+
+
+@checker
+def check_step_factors(bytes_ms: object, against_prefill: object, against_bytes: object) -> None:
+    """Exercise 6: section 3's two factors on the second machine's saved float32 rows."""
+    if missing(bytes_ms) or missing(against_prefill) or missing(against_bytes):
+        return
+    found = [as_real_number(x) for x in (bytes_ms, against_prefill, against_bytes)]
+    if None in found:
+        return feedback(False, "Give three numbers: milliseconds, then two ratios.", "请给出三个数：一个毫秒数，再加两个倍数。")
+    first, second = saved_runs()
+    (ms, prefill, step), mine = results.step_factors(second), results.step_factors(first)
+    tokens = results.model_timing(second, "float32", phase="prefill")["length"]
+    if close(found[0], ms * second["roofs"]["bandwidth_gb_s"] / first["roofs"]["bandwidth_gb_s"], 0.03):
+        return feedback(False, "That divides by the first machine's roof; use the second machine's, printed above.",
+                        "这是除以第一台机器的屋顶得到的；请用上面打印的第二台机器的屋顶。")
+    if not close(found[0], ms, 0.03):  # 3% also takes the weights alone, leaving out the small cache
+        return feedback(False, "The step's bytes (weights and cache) over the bandwidth roof: MB / (GB/s) = ms.",
+                        "一步的字节数（权重加缓存）除以带宽屋顶：MB / (GB/s) = 毫秒。")
+    if close(found[1], prefill / tokens, 0.05):
+        return feedback(False, f"Divide the prefill's time by its {tokens} tokens first: a prefill token's time.",
+                        f"先把预填充的耗时除以它的 {tokens} 个词元，得到预填充每个词元的耗时。")
+    if close(found[1], 1 / prefill, 0.05) or close(found[2], 1 / step, 0.05):
+        return feedback(False, "Turn the ratio over: how many times as long, so the longer time on top.",
+                        "把比值倒过来：问的是“是几倍”，耗时长的放在分子上。")
+    if not (close(found[1], prefill, 0.05) and close(found[2], step, 0.05)):
+        return feedback(False, "(b) is (a) over one prefill token's ms; (c) the measured step's ms over (a).",
+                        "（b）是（a）除以预填充每个词元的毫秒数；（c）是实测一步的毫秒数除以（a）。")
+    feedback(True, f"{ms:.1f} ms of bytes at the roof, {prefill:.1f} times a prefill token's time, and the step {step:.1f} times "
+             f"its bytes: the same two-part answer as the first machine's {mine[1]:.1f} and {mine[2]:.1f}. The second machine's "
+             "higher roof shrinks the bytes' time more than its faster prefill shrinks a prefill token's, and its products read "
+             "further below that roof (section 3's bar), so the second factor grows.",
+             f"按屋顶读字节要 {ms:.1f} 毫秒，是预填充每个词元耗时的 {prefill:.1f} 倍；实测的一步是读字节时间的 {step:.1f} 倍："
+             f"和第一台机器的 {mine[1]:.1f} 倍、{mine[2]:.1f} 倍是同样的两段式答案。第二台机器的屋顶更高，读字节的时间缩短得比"
+             "预填充每个词元的耗时更多；它的矩阵乘法离屋顶又更远（第 3 节的条形图），所以第二个倍数变大了。")

@@ -166,6 +166,14 @@ def step_split(results: dict) -> dict[str, float]:
             "step": step["ms"]}
 
 
+def step_factors(results: dict) -> tuple[float, float, float]:
+    """Section 3's split of the float32 batch-1 step: its bytes' ms at the bandwidth roof (weights and cache), that over
+    one prefill token's ms, and the measured step over its bytes' ms."""
+    step, prefill = model_timing(results, "float32"), model_timing(results, "float32", phase="prefill")
+    bytes_ms = (step["weight_bytes"] + step["cache_bytes"]) / (results["roofs"]["bandwidth_gb_s"] * 1e6)
+    return bytes_ms, bytes_ms / (prefill["ms"] / prefill["length"]), step["ms"] / bytes_ms
+
+
 def chosen_rows(results: dict, rows: tuple[str, ...]) -> tuple[str, ...]:
     """The formats a table was asked to show, each one this run timed: a clear error names any other."""
     timed = {r["format"] for r in results["timings"]}
