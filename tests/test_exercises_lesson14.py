@@ -204,25 +204,47 @@ def test_exercise_4_wants_a_matrix():
     assert "2-d float weight matrix" in verdict(lesson14.check_int8_rows, _by_row, "qkv")
 
 
-# Exercise 5, by hand: 3.35e12 bytes a second over 8e9 weights × 2 bytes; the ridge 989 / 3.35 FLOPs per byte, and a
-# bfloat16 step at batch b does 2b FLOPs per 2-byte weight, b per byte
-GPU_TOKENS, GPU_RIDGE_BATCH = 3.35e12 / 16e9, 989 / 3.35
+# Exercise 5, by hand: 3.35e12 bytes a second over 8e9 weights × 2 bytes; the cache of 64 sequences of 8,192 tokens,
+# a key and a value of 8 heads × 128 bfloat16 numbers in each of 32 layers, over the 16 GB of weights
+GPU_TOKENS = 3.35e12 / 16e9
+GPU_CACHE_SHARE = 64 * 8192 * 32 * 2 * 8 * 128 * 2 / 16e9  # 68.7 GB of cache: about 4.3 times the weights
 
 
 def test_exercise_5_by_hand():
-    out = verdict(lesson14.check_gpu_estimate, GPU_TOKENS, GPU_RIDGE_BATCH)
-    assert "Correct" in out and "209 tokens a second" in out and "b ≈ 295" in out
+    out = verdict(lesson14.check_gpu_estimate, GPU_TOKENS, GPU_CACHE_SHARE)
+    assert "Correct" in out and "209 tokens a second" in out and "4.3 times the weights" in out
 
 
-@pytest.mark.parametrize("tokens, batch, hint", [
-    (2 * GPU_TOKENS, GPU_RIDGE_BATCH, "1 byte a weight"), (GPU_TOKENS / 1e3, GPU_RIDGE_BATCH, "units"),
-    (50.0, GPU_RIDGE_BATCH, "reads every weight once"), (GPU_TOKENS, 2 * GPU_RIDGE_BATCH, "b FLOPs per byte"),
-    (GPU_TOKENS, GPU_RIDGE_BATCH / 2, "b FLOPs per byte"), (GPU_TOKENS, 10.0, "equal to the ridge"),
-    ("many", GPU_RIDGE_BATCH, "two numbers"),
+@pytest.mark.parametrize("tokens, share, hint", [
+    (2 * GPU_TOKENS, GPU_CACHE_SHARE, "1 byte a weight"), (GPU_TOKENS / 1e3, GPU_CACHE_SHARE, "units"),
+    (50.0, GPU_CACHE_SHARE, "reads every weight once"), (GPU_TOKENS, GPU_CACHE_SHARE / 2, "both the key and the value"),
+    (GPU_TOKENS, GPU_CACHE_SHARE * 2, "2 bytes a number"), (GPU_TOKENS, GPU_CACHE_SHARE * 4, "key-value heads are cached"),
+    (GPU_TOKENS, GPU_CACHE_SHARE / 64, "multiply by the batch"), (GPU_TOKENS, GPU_CACHE_SHARE / 32, "32 layers"),
+    (GPU_TOKENS, 1.0, "divide by the weights"), ("many", GPU_CACHE_SHARE, "two numbers"),
 ])
-def test_exercise_5_mistakes_get_their_hint(tokens, batch, hint):
-    out = verdict(lesson14.check_gpu_estimate, tokens, batch)
+def test_exercise_5_mistakes_get_their_hint(tokens, share, hint):
+    out = verdict(lesson14.check_gpu_estimate, tokens, share)
     assert "Not yet" in out and hint in out, out
+
+
+def test_exercise_1a_with_the_cache_in_w_and_exercise_2_rounded_either_way():
+    """Section 4's formula counts the cache in W: that fit (by hand, numpy's solver on W + C) is right too; so are b = 10 and 11."""
+    rows = {r["format"]: r for r in _SAVED["timings"] if (r["batch"], r["phase"]) == (1, "decode")}
+    w = [(rows[f]["weight_bytes"] + rows[f]["cache_bytes"]) / 1e6 for f in ("float32", "bfloat16")]
+    inverse, fixed = np.linalg.solve(np.array([[w[0], 1.0], [w[1], 1.0]]), np.array([T32, T16]))
+    out = verdict(lesson14.check_fit, 1 / inverse, fixed)
+    assert "Correct" in out and "With the cache's bytes" in out, out
+    assert all("Correct" in verdict(lesson14.check_ridge_batch, b) for b in (10, 11))
+    assert "Correct" not in verdict(lesson14.check_ridge_batch, 9)
+
+
+def test_exercise_1c_swapped_answers_are_not_taken():
+    assert "Correct" not in verdict(lesson14.check_int8_outside, BFLOAT16_OUTSIDE, INT8_OUTSIDE)
+
+
+def test_exercise_2b_against_the_f_linear_roof_is_right_too():
+    out = verdict(lesson14.check_floor_share, FLOOR_GFLOP_S / _SAVED["format_roofs"]["float32"])
+    assert "Correct" in out and "F.linear roof" in out, out
 
 
 def test_exercise_1c_subtracting_the_float32_floor_from_int8_gets_its_hint():

@@ -806,3 +806,18 @@ def test_lesson14_lesson12s_slopes_against_the_cache_bytes(decoding):
     assert 0.9 < factor < 1.3 and fixed > 1  # "follow the bytes", "a part that does not shrink with the cache"
     for language in ("en", "zh"):
         assert all(number in prose(decoding, language) for number in shown), language
+
+
+def test_lesson14_the_products_alone_take_as_long_on_both_machines(decoding):
+    """Section 10: nn.Linear's products alone took about as long on the second machine as on the first though its roof
+    is higher, by hand from both saved files; the prose reads the four numbers in both languages."""
+    outputs = stored_text(decoding)
+    runs = _saved_run("bench_model.json"), _saved_run("bench_model_bf16_cpu.json")
+    by_hand = [(f"{_row(run, 'matmul floor')['ms']:.1f}", f"{run['roofs']['bandwidth_gb_s']:.1f}") for run in runs]
+    found = printed(r"nn.Linear's products alone: ([\d.]+) ms on the first machine \(roof ([\d.]+) GB/s\), ([\d.]+) ms on the "
+                    r"second \(roof ([\d.]+) GB/s\)", outputs).groups()
+    assert found == (*by_hand[0], *by_hand[1])
+    first_ms, first_roof, second_ms, second_roof = (float(v) for v in found)
+    assert abs(first_ms - second_ms) < 0.02 * first_ms and second_roof > 1.3 * first_roof  # "as long", "higher"
+    for language in ("en", "zh"):
+        assert all(v in prose(decoding, language) for v in found), language

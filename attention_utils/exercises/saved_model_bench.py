@@ -27,11 +27,11 @@ def step_ms(run: dict, name: str) -> float:
     return next(r["ms"] for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (name, 1, "decode"))
 
 
-def saved_steps() -> dict[str, tuple[float, float]]:
-    """(weight MB, decode ms) of float32, bfloat16 and int8 at batch 1 on the first machine."""
+def saved_steps(with_cache: bool = False) -> dict[str, tuple[float, float]]:
+    """(weight MB, decode ms) of float32, bfloat16 and int8 at batch 1 on the first machine; with_cache adds the cache's MB."""
     first = saved_runs()[0]
     rows = {r["format"]: r for r in first["timings"] if (r["batch"], r["phase"]) == (1, "decode")}
-    return {name: (rows[name]["weight_bytes"] / 1e6, rows[name]["ms"]) for name in SAVED_ROWS}
+    return {name: ((rows[name]["weight_bytes"] + with_cache * rows[name]["cache_bytes"]) / 1e6, rows[name]["ms"]) for name in SAVED_ROWS}
 
 
 def saved_ridge() -> float:
@@ -67,8 +67,10 @@ def saved_one_row_bfloat16() -> tuple[float, float, float]:
     return first["bfloat16_linear_ms"], second["bfloat16_linear_ms"], first["bfloat16_bytes"] / 1e6
 
 
-def fitted_line() -> tuple[float, float]:
-    """Bandwidth (GB/s) and fixed cost (ms) of t = W / B + t0 through the float32 and bfloat16 rows."""
-    (w32, t32), (w16, t16) = saved_steps()["float32"], saved_steps()["bfloat16"]
+def fitted_line(with_cache: bool = False) -> tuple[float, float]:
+    """Bandwidth (GB/s) and fixed cost (ms) of t = W / B + t0 through the float32 and bfloat16 rows (W with the cache's
+    bytes too if with_cache, as section 4's formula counts them)."""
+    steps = saved_steps(with_cache)
+    (w32, t32), (w16, t16) = steps["float32"], steps["bfloat16"]
     bandwidth = (w32 - w16) / (t32 - t16)  # MB per ms = GB/s
     return bandwidth, t32 - w32 / bandwidth
