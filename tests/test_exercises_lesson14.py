@@ -213,6 +213,7 @@ GPU_CACHE_SHARE = 64 * 8192 * 32 * 2 * 8 * 128 * 2 / 16e9  # 68.7 GB of cache: a
 def test_exercise_5_by_hand():
     out = verdict(lesson14.check_gpu_estimate, GPU_TOKENS, GPU_CACHE_SHARE)
     assert "Correct" in out and "209 tokens a second" in out and "4.3 times the weights" in out
+    assert "85 GB" in out and "80 GB" in out  # 16 GB of weights + 68.7 of cache: more than one H100 holds
 
 
 @pytest.mark.parametrize("tokens, share, hint", [
@@ -238,8 +239,10 @@ def test_exercise_1a_with_the_cache_in_w_and_exercise_2_rounded_either_way():
     assert "Correct" not in verdict(lesson14.check_ridge_batch, 9)
 
 
-def test_exercise_1c_swapped_answers_are_not_taken():
-    assert "Correct" not in verdict(lesson14.check_int8_outside, BFLOAT16_OUTSIDE, INT8_OUTSIDE)
+def test_exercise_1c_swapped_answers_are_named_and_rounded_ones_taken():
+    out = verdict(lesson14.check_int8_outside, BFLOAT16_OUTSIDE, INT8_OUTSIDE)
+    assert "Not yet" in out and "other order" in out, out
+    assert "Correct" in verdict(lesson14.check_int8_outside, round(INT8_OUTSIDE, 1), round(BFLOAT16_OUTSIDE, 1))
 
 
 def test_exercise_2b_against_the_f_linear_roof_is_right_too():
