@@ -78,7 +78,7 @@ def test_exercise_1c_right_option_answers_option_1_and_points_at_the_test_of_3()
 
 def test_the_steps_themselves_get_the_subtraction_hint():
     out = verdict(lesson14.check_int8_outside, T8, T16)  # the steps, not what is left outside their products
-    assert "Not yet" in out and "section 6's kernel lines" in out
+    assert "Not yet" in out and "section 7's kernel lines" in out
 
 
 @pytest.mark.parametrize("check, wrong, hint", [
@@ -180,7 +180,7 @@ def _by_row(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def test_exercise_4_accepts_a_per_row_quantizer_and_reports_the_bytes():
     out = verdict(lesson14.check_int8_rows, _by_row, MATRIX)
     assert "Correct" in out and "All 12 weights come back within half a step" in out
-    assert "[[50, -127, 3, 90]" in str(_by_row(MATRIX)[0].tolist())  # section 6's row by hand: 0.50 / 0.01 = 50, ...
+    assert "[[50, -127, 3, 90]" in str(_by_row(MATRIX)[0].tolist())  # section 7's row by hand: 0.50 / 0.01 = 50, ...
     big = torch.randn(64, 32, generator=torch.Generator().manual_seed(0))
     out = verdict(lesson14.check_int8_rows, _by_row, big)
     assert f"{(64 * 32 + 4 * 64) / 1e6:.2f} MB, against {4 * 64 * 32 / 1e6:.2f} MB" in out  # 1 byte a code, 4 a scale

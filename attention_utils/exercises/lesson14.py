@@ -112,9 +112,9 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
     if close(found[0], saved_steps()["int8"][1] - step_ms(saved_runs()[0], "matmul floor"), 0.03):
         return feedback(False, "That subtracts float32's products (the matmul floor); subtract int8's own, the int8 kernel line.",
                         "这减的是 float32 的矩阵乘法（矩阵乘法下限）；请减去 int8 自己的，即 int8 内核那一行。")
-    feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 6's table) minus its one-row products (section 6's kernel lines: "
+    feedback(False, "Take each format's batch-1 step (printed at the top of this cell, or section 7's table) minus its one-row products (section 7's kernel lines: "
              "the int8 kernel, bfloat16 F.linear).",
-             "用每种格式批大小 1 的一步（这个单元格开头打印的，或第 6 节的表）减去它只乘一个向量的矩阵乘法（第 6 节单独给内核计时的几行：int8 内核、"
+             "用每种格式批大小 1 的一步（这个单元格开头打印的，或第 7 节的表）减去它只乘一个向量的矩阵乘法（第 7 节单独给内核计时的几行：int8 内核、"
              "bfloat16 F.linear）。")
 
 
@@ -163,13 +163,13 @@ def check_outside(outside_ms: object) -> None:
     if close(found, expected, 0.03):
         return feedback(True, f"{expected:.1f} ms outside the products, against the line's t0 ≈ {t0:.1f} ms, and its B ≈ {bandwidth:.1f} "
                         f"GB/s against the bench's roof, {roof:.1f}. The line assumed both formats read at one rate and pay one fixed "
-                        f"cost, but each format's products read at their own rate (section 6's kernel lines), and outside them bfloat16's "
+                        f"cost, but each format's products read at their own rate (section 7's kernel lines), and outside them bfloat16's "
                         f"step leaves {bfloat16_out:.1f} ms against float32's {expected:.1f} (from two loops: read the direction, not the size): "
                         "B and t0 fit these two rows; they are not "
                         "the memory's speed and a step's true overhead.",
                         f"矩阵乘法之外是 {expected:.1f} 毫秒，而直线给出的 t0 ≈ {t0:.1f} 毫秒；它的 B ≈ {bandwidth:.1f} GB/s 也远低于"
                         f"基准测试的屋顶 {roof:.1f} GB/s。那条直线假定两种格式以同一个速率读字节、付同一份固定开销，可每种格式的矩阵乘法"
-                        f"各有各的读取速度（第 6 节单独给内核计时的几行），矩阵乘法之外，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 只剩 {expected:.1f} 毫秒"
+                        f"各有各的读取速度（第 7 节单独给内核计时的几行），矩阵乘法之外，bfloat16 剩下 {bfloat16_out:.1f} 毫秒，float32 只剩 {expected:.1f} 毫秒"
                         "（来自两个不同的循环，只能看方向，不能看大小）："
                         "B 和 t0 只是恰好穿过这两行的直线的参数，不是内存的速度，"
                         "也不是一步真正的固定开销。")
@@ -225,12 +225,12 @@ def check_floor_share(answer: object) -> None:
                         f"2 × {row['weight_bytes'] / FLOAT32 / 1e8:.3f} 亿个权重 × 16 行，用了 {row['ms']:.1f} 毫秒，合 {gflop_s:.1f} GFLOP/s，"
                         f"是 {roof:.1f} GFLOP/s 这道屋顶的 {expected:.2f} 倍：纸面上已经过了脊点，却还远没有受算力限制，"
                         "因为只乘几行的内核很可能和测屋顶的那次大矩阵乘法工作方式不同。")
-    linear_roof = first["format_roofs"]["float32"]  # section 6's F.linear roof: the floor's own kernel, also defensible
+    linear_roof = first["format_roofs"]["float32"]  # section 7's F.linear roof: the floor's own kernel, also defensible
     if close(found, gflop_s / linear_roof, 0.03):
-        return feedback(True, f"Against section 6's F.linear roof ({linear_roof:.1f} GFLOP/s) the share is {gflop_s / linear_roof:.2f}; "
+        return feedback(True, f"Against section 7's F.linear roof ({linear_roof:.1f} GFLOP/s) the share is {gflop_s / linear_roof:.2f}; "
                         f"against the bench's roof printed here ({roof:.1f}) it is {expected:.2f}. Either way the floor is on paper "
                         "past the ridge, yet far from bound by arithmetic.",
-                        f"按第 6 节 F.linear 的屋顶（{linear_roof:.1f} GFLOP/s）算是 {gflop_s / linear_roof:.2f}；按这里打印的基准测试屋顶"
+                        f"按第 7 节 F.linear 的屋顶（{linear_roof:.1f} GFLOP/s）算是 {gflop_s / linear_roof:.2f}；按这里打印的基准测试屋顶"
                         f"（{roof:.1f}）算是 {expected:.2f}。两种算法都说明：纸面上已经过了脊点，却还远没有受算力限制。")
     if close(found, 100 * expected, 0.03):
         return feedback(False, "That is a percentage; give the share as a fraction.", "这是百分数；请写成小数。")
