@@ -213,7 +213,7 @@ GPU_CACHE_SHARE = 64 * 8192 * 32 * 2 * 8 * 128 * 2 / 16e9  # 68.7 GB of cache: a
 def test_exercise_5_by_hand():
     out = verdict(lesson14.check_gpu_estimate, GPU_TOKENS, GPU_CACHE_SHARE)
     assert "Correct" in out and "209 tokens a second" in out and "4.3 times the weights" in out
-    assert "85 GB" in out and "80 GB" in out  # 16 GB of weights + 68.7 of cache: more than one H100 holds
+    assert "85 GB" in out and "80 GiB (85.9 GB)" in out  # 16 GB of weights + 68.7 of cache: nearly all of an H100
 
 
 @pytest.mark.parametrize("tokens, share, hint", [
@@ -236,7 +236,9 @@ def test_exercise_1a_with_the_cache_in_w_and_exercise_2_rounded_either_way():
     out = verdict(lesson14.check_fit, 1 / inverse, fixed)
     assert "Correct" in out and "With the cache's bytes" in out, out
     assert all("Correct" in verdict(lesson14.check_ridge_batch, b) for b in (10, 11))
-    assert "Correct" not in verdict(lesson14.check_ridge_batch, 9)
+    assert "Correct" not in verdict(lesson14.check_ridge_batch, 9) and "Correct" not in verdict(lesson14.check_ridge_batch, 9.8)
+    out = verdict(lesson14.check_fit, _ROOFS["bandwidth_gb_s"], T0)  # the roof itself, not the fitted slope
+    assert "Not yet" in out and "bandwidth roof, a measurement" in out, out
 
 
 def test_exercise_1c_swapped_answers_are_named_and_rounded_ones_taken():

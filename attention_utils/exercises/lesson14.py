@@ -10,6 +10,7 @@ factors.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -24,7 +25,7 @@ CHOICES = {"1": "embedding", "2": "kernel", "3": "outside"}  # exercise 1c: why 
 FLOAT32 = 4  # bytes a weight
 # Exercise 5: an 8-billion-weight model in bfloat16 on one H100 (datasheet: HBM3 bandwidth), with a Llama-3-8B-like
 # cache (32 layers, 32 query heads sharing 8 key-value heads of 128 numbers), 64 sequences of 8,192 tokens.
-GPU_MODEL_WEIGHTS, BFLOAT16, GPU_TB_S, GPU_MEMORY_GB = 8e9, 2, 3.35, 80
+GPU_MODEL_WEIGHTS, BFLOAT16, GPU_TB_S, GPU_MEMORY_GIB = 8e9, 2, 3.35, 80
 GPU_LAYERS, GPU_HEADS, GPU_KV_HEADS, GPU_HEAD_DIM, GPU_BATCH, GPU_LENGTH = 32, 32, 8, 128, 64, 8192
 
 
@@ -40,10 +41,10 @@ def check_fit(bandwidth_gb_s: object, overhead_ms: object) -> None:
     w32, t32 = saved_steps()["float32"]
     with_cache = fitted_line(with_cache=True)
     if close(found, with_cache[0], 0.005) and abs(fixed - with_cache[1]) <= 0.3 and not close(found, bandwidth, 0.005):
-        return feedback(True, f"With the cache's bytes in W, as section 4's formula counts them: B ≈ {with_cache[0]:.1f} GB/s and "
+        return feedback(True, f"With the cache's bytes in W, as section 5's formula counts them: B ≈ {with_cache[0]:.1f} GB/s and "
                         f"t0 ≈ {with_cache[1]:.1f} ms (the weights alone give {bandwidth:.1f} and {t0:.1f}; the small cache moves "
                         "the fit a little). Halving the bytes cannot halve a step that pays t0 as well.",
-                        f"把缓存的字节也算进 W，正是第 4 节公式的算法：B ≈ {with_cache[0]:.1f} GB/s，t0 ≈ {with_cache[1]:.1f} 毫秒"
+                        f"把缓存的字节也算进 W，正是第 5 节公式的算法：B ≈ {with_cache[0]:.1f} GB/s，t0 ≈ {with_cache[1]:.1f} 毫秒"
                         f"（只算权重则是 {bandwidth:.1f} 和 {t0:.1f}；缓存很小，只让拟合挪动一点）。一步还要付出 t0，所以字节数减半，耗时减不到一半。")
     if close(found, bandwidth, 0.01) and abs(fixed - t0) <= 0.3:
         return feedback(True, f"Subtracting the two rows removes t0: B = ΔW / Δt ≈ {bandwidth:.1f} GB/s, then "
@@ -56,6 +57,9 @@ def check_fit(bandwidth_gb_s: object, overhead_ms: object) -> None:
         if close(found, w / t, 0.01):
             return feedback(False, f"That is {name}'s bytes over its time: it counts the fixed cost as reading. Use both rows.",
                             f"这是 {zh} 的字节数除以它的耗时：把固定开销也算成了读内存的时间。请用两行数据一起求。")
+    if close(found, saved_bfloat16_roofs()[1], 0.02):
+        return feedback(False, "That is the bench's bandwidth roof, a measurement; B here is the slope of the line through the two rows.",
+                        "这是基准测试测得的带宽屋顶；这里的 B 是穿过两行数据的那条直线的斜率。")
     if close(found, bandwidth * 1e3, 0.03) or close(found, bandwidth / 1e3, 0.03):
         return feedback(False, "Check the units: MB per ms is GB per second.", "检查单位：每毫秒的 MB 数就是每秒的 GB 数。")
     feedback(False, "Write t = W / B + t0 for both rows and subtract one from the other: t0 cancels.",
@@ -190,7 +194,7 @@ def check_ridge_batch(answer: object) -> None:
         return feedback(False, "Give a batch size.", "请给出一个批大小。")
     ridge = saved_ridge()
     expected = FLOAT32 * ridge / 2  # 2 FLOPs per token per 4-byte weight: b / 2 FLOPs per byte
-    if abs(found - expected) < 1:  # 10 or 11 for 10.7: a batch is whole, either way of rounding holds
+    if found in (math.floor(expected), math.ceil(expected)) or abs(found - expected) < 0.3:  # 10 or 11 for 10.7, or about 10.7
         return feedback(True, f"A float32 step does 2b / {FLOAT32} = b / 2 FLOPs per byte, so it reaches the ridge, {ridge:.1f}, at "
                         f"b ≈ {expected:.1f}: between the table's batches 8 and 16. Part (b) asks how near the compute roof the floor runs there.",
                         f"float32 一步解码每字节做 2b / {FLOAT32} = b / 2 次浮点运算，所以在 b ≈ {expected:.1f} 时到达脊点 {ridge:.1f}，"
@@ -402,12 +406,13 @@ def check_gpu_estimate(tokens_per_second: object, cache_share: object) -> None:
     feedback(True, f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ {most:.0f} tokens a second at most, however fast the GPU "
              f"computes. At batch {GPU_BATCH} and {GPU_LENGTH:,} tokens the cache is {per_token * GPU_LENGTH * GPU_BATCH / 1e9:.1f} GB, "
              f"{expected:.1f} times the weights: a batch shares one read of the weights but not of the cache. Weights and cache "
-             f"together, {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB, would not even fit in one H100's "
-             f"{GPU_MEMORY_GB} GB: that is why serving shrinks the cache and manages it by pages (lessons 15 and 17).",
+             f"together, {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB, take nearly all of one H100's "
+             f"{GPU_MEMORY_GIB} GiB ({GPU_MEMORY_GIB * 2**30 / 1e9:.1f} GB), with nothing left for activations: that is why serving "
+             "shrinks the cache and manages it by pages (lessons 15 and 17).",
              f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ 每秒最多 {most:.0f} 个词元，不管 GPU 算得多快。批大小 {GPU_BATCH}、"
              f"{GPU_LENGTH:,} 个词元时，缓存有 {per_token * GPU_LENGTH * GPU_BATCH / 1e9:.1f} GB，是权重的 {expected:.1f} 倍：一个批次共用一次权重读取，"
-             f"却不共用缓存。权重加缓存共 {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB，一块 H100 的 {GPU_MEMORY_GB} GB "
-             "显存根本放不下：所以推理服务要缩小缓存，还要按页管理它（第 15、17 课）。")
+             f"却不共用缓存。权重加缓存共 {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB，差不多占满一块 H100 的 "
+             f"{GPU_MEMORY_GIB} GiB（{GPU_MEMORY_GIB * 2**30 / 1e9:.1f} GB）显存，激活值已经没有地方放：所以推理服务要缩小缓存，还要按页管理它（第 15、17 课）。")
 
 
 @checker

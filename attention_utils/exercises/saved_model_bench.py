@@ -69,7 +69,7 @@ def saved_one_row_bfloat16() -> tuple[float, float, float]:
 
 def fitted_line(with_cache: bool = False) -> tuple[float, float]:
     """Bandwidth (GB/s) and fixed cost (ms) of t = W / B + t0 through the float32 and bfloat16 rows (W with the cache's
-    bytes too if with_cache, as section 4's formula counts them)."""
+    bytes too if with_cache, as section 5's formula counts them)."""
     steps = saved_steps(with_cache)
     (w32, t32), (w16, t16) = steps["float32"], steps["bfloat16"]
     bandwidth = (w32 - w16) / (t32 - t16)  # MB per ms = GB/s
