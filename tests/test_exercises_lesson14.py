@@ -191,6 +191,8 @@ def test_exercise_4_accepts_a_per_row_quantizer_and_reports_the_bytes():
     (lambda w: ((w / (w.abs().amax(dim=1, keepdim=True) / 127)).to(torch.int8), w.abs().amax(dim=1) / 127), "cut, not rounded"),
     (lambda w: (torch.round(w / (w.abs().amax(dim=1, keepdim=True) / 127)), w.abs().amax(dim=1) / 127), "as int8"),
     (lambda w: (torch.round(w / (w.abs().amax(dim=1, keepdim=True) / 128)).to(torch.int8), w.abs().amax(dim=1) / 128), "divided by 127"),
+    (lambda w: (torch.round(w / (w.abs().amax(dim=1, keepdim=True) / 127)).to(torch.int8), (w.abs().amax(dim=1) / 127).half()),
+     "but rounded"),
     (lambda w: None, "returns None"), (lambda w: [1, 2], "two tensors"), (lambda w: (w, w), "one number per row"),
     (lambda w: 1 / 0, "ZeroDivisionError"), (3, "pass the function itself"),
 ])

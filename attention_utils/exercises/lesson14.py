@@ -1,11 +1,7 @@
-"""Checkers for lesson 14's exercises: the bench's line, two ridges, int8 by hand and a GPU estimate.
+"""Checkers for lesson 14's six exercises, each answer computed from the saved benches.
 
-Exercise 1 fits a line through the saved float32 and bfloat16 steps, predicts int8, subtracts each step's one-row
-products and compares the fit's fixed cost with the step outside its products; exercise 2 places float32's ridge and
-reads the matmul floor's share of the compute roof past it; exercise 3 tests bfloat16's ridge on the second machine;
-exercise 4 runs the learner's per-row int8 quantizer on a real weight matrix; exercise 5 carries the bytes' bound to a
-larger model on a GPU's datasheet numbers; exercise 6 splits the second machine's float32 step in section 3's two
-factors.
+The bench's line (1), float32's ridge (2), bfloat16's ridge and a prediction for the second machine (3), a per-row int8
+quantizer (4), an 8B model on a GPU (5) and section 3's split on the second machine (6).
 """
 
 from __future__ import annotations
@@ -329,6 +325,9 @@ def _int8_problem(found: object, weight: torch.Tensor) -> tuple[str, str] | None
                 "w.abs().amax(dim=1, keepdim=True) / 127.",
                 "每一行的缩放系数都一样：这是整个矩阵共用一个缩放系数。请取每一行自己的最大 |w|："
                 "w.abs().amax(dim=1, keepdim=True) / 127。")
+    if torch.allclose(scales, per_row, rtol=5e-3) and not torch.allclose(scales, per_row, rtol=1e-5):  # half precision
+        return ("Your scales are each row's largest |w| / 127, but rounded (half precision?): keep them in float32.",
+                "你的缩放系数确实是每行最大的 |w| / 127，只是被舍入了（半精度？）：请保持 float32。")
     if not torch.allclose(scales, per_row, rtol=1e-5):
         return "A row's scale is its largest |w| divided by 127, so its largest weight becomes ±127.", "每一行的缩放系数是这一行最大的 |w| 除以 127，这样最大的权重正好变成 ±127。"
     if codes.dtype != torch.int8:
