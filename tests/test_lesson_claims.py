@@ -824,15 +824,15 @@ def test_lesson14_the_products_alone_take_as_long_on_both_machines(decoding):
 
 
 def test_lesson14_the_stored_live_control_and_profile_as_the_text_reads_them(decoding):
-    """Section 4 reads two stored live outputs loosely: the fixed-cache control's two eager lines within 2% of each other,
+    """Section 4 reads two stored live outputs loosely: the fixed-cache control's two eager lines within 5% of each other,
     and the live profile's share of the products larger than the saved 71% (a re-execution that breaks either fails here)."""
     outputs = stored_text(decoding)
     growing = _number(r"eager step, growing cache +([\d.]+) ms", outputs)
     fixed = _number(r"eager step, 256 fixed slots +([\d.]+) ms", outputs)
-    assert abs(growing - fixed) <= 0.02 * growing  # "within 2% of each other"
+    assert abs(growing - fixed) <= 0.05 * growing  # "within 5% of each other", the prose's own criterion
     live = _number(r"matrix products: (\d+)% of the steps' own CPU time", outputs)
     assert live > 71  # "the third machine's was larger"
-    assert "within 2% of each other" in prose(decoding, "en").replace("\n", " ") and "相差不到 2%" in prose(decoding, "zh")
+    assert "within 5% of each other" in prose(decoding, "en").replace("\n", " ") and "相差不到 5%" in prose(decoding, "zh")
 
 
 def test_lesson14_the_roofline_bound_of_a_step_and_of_a_prefill_token(decoding):
@@ -855,3 +855,16 @@ def test_lesson14_the_roofline_bound_of_a_step_and_of_a_prefill_token(decoding):
     for language in ("en", "zh"):
         text = prose(decoding, language)
         assert all(v in text for v in (*shown, line[1], line[2])), language
+
+
+def test_lesson14_the_stored_cache_control_as_the_text_reads_it(decoding):
+    """Section 4's optional cache control, read loosely from the stored live output: the same products from cache clearly
+    faster than from memory, and the read from memory far below section 1's live roof."""
+    outputs = stored_text(decoding)
+    memory, from_memory_gb_s = (float(v) for v in printed(r"blocks' matrices × one vector: ([\d.]+) ms \(\d+ MB from memory, ([\d.]+) GB/s\)",
+                                                           outputs).groups())
+    cache, times = (float(v) for v in printed(r"the first block's matrices \d+ times: ([\d.]+) ms \(the same FLOPs, from cache\): ([\d.]+)x", outputs).groups())
+    assert times >= 1.3 and abs(memory / cache - times) < 0.06  # "clearly faster"
+    live_roof = _number(r"read 256 MiB: ([\d.]+) GB/s", outputs)
+    assert from_memory_gb_s < 0.5 * live_roof  # "far below section 1's live roof"
+    assert "clearly\nfaster" in next(c.source for c in decoding.cells if c.id == "cch14e01")
