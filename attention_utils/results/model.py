@@ -155,6 +155,20 @@ def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
     return zh if language == "zh" else en
 
 
+@reads("SAVED_MODEL", "timings", "format", "compiled")
+def compile_line(results: dict, fmt: str, language: str = "en") -> str:
+    """One format's batch-1 step eager against compiled, as the saved run timed them in one loop, with its compile time
+    and greedy-token check; the saving is the difference of the printed times, so a reader can redo it."""
+    eager, compiled, built = model_timing(results, fmt)["ms"], model_timing(results, f"{fmt} compiled")["ms"], results["compiled"][fmt]
+    less = round(eager, 1) - round(compiled, 1)
+    if language == "zh":
+        same, of = built["same_greedy_tokens"].split(" of ")
+        return (f"{fmt:8} 不编译 {eager:5.1f} 毫秒，编译后 {compiled:5.1f} 毫秒：每步少 {less:4.1f} 毫秒"
+                f"（编译用了 {built['compile_seconds']:.0f} 秒；贪心词元：{of} 个里 {same} 个相同）")
+    return (f"{fmt:8} eager {eager:5.1f} ms, compiled {compiled:5.1f} ms: {less:4.1f} ms less per step "
+            f"(compiling took {built['compile_seconds']:.0f} s; greedy tokens equal: {built['same_greedy_tokens']})")
+
+
 @reads("SAVED_MODEL", "timings", "format", "roofs")
 def step_split(results: dict) -> dict[str, float]:
     """The float32 batch-1 step in three parts (ms), if its products take inside a step what they take alone: the
