@@ -78,6 +78,8 @@ def test_lesson_has_every_part(lesson):
     assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), "no figure"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "**You will learn to**" in markdown and "## Summary" in markdown and "## 小结" in markdown
+    for heading in ("**You will learn to**", "**本课目标**"):  # a list under each, not one line run together
+        assert re.search(re.escape(heading) + r"\n- ", markdown), f"{heading} is not followed by a list, one item a line"
     # the neighbours in the series as it stands (a lesson not yet written leaves a gap in the numbers)
     index = [p.name for p in LESSONS].index(path.name)
     if index > 0:

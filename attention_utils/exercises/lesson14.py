@@ -102,11 +102,11 @@ def check_int8_outside(int8_ms: object, bfloat16_ms: object) -> None:
         return feedback(False, "Those are the right two numbers in the other order: int8's first, then bfloat16's.",
                         "两个数都对，只是顺序反了：先写 int8 的，再写 bfloat16 的。")
     if right:
-        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f}: about the "
+        return feedback(True, f"int8 leaves {expected[0]:.1f} ms outside its one-row products and bfloat16 {expected[1]:.1f} (from the printed times): about the "
                         "same, so option 3 does not hold: int8's miss is in its products. Read the direction, not the size: the steps and the "
                         "kernels come from two loops, so this holds only if the loops shift both formats alike (and the int8 kernel line "
                         "also quantizes the table).",
-                        f"int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多，"
+                        f"按打印出来的时间算，int8 在只乘一个向量的矩阵乘法之外剩下 {expected[0]:.1f} 毫秒，bfloat16 剩下 {expected[1]:.1f} 毫秒，差不多，"
                         "所以选项 3 站不住：int8 比预测慢的部分在矩阵乘法里。只看方向，别看大小：一步和内核来自两个循环，只有两个循环对两种格式的影响相同，"
                         "这个结论才成立（而且 int8 内核那一行连嵌入表也量化了）。")
     if close(found[0], saved_steps()["int8"][1] - step_ms(saved_runs()[0], "matmul floor"), 0.03):
@@ -410,7 +410,7 @@ def check_gpu_estimate(tokens_per_second: object, cache_share: object) -> None:
              "shrinks the cache and manages it by pages (lessons 15 and 17).",
              f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ 每秒最多 {most:.0f} 个词元，不管 GPU 算得多快。批大小 {GPU_BATCH}、"
              f"{GPU_LENGTH:,} 个词元时，缓存有 {per_token * GPU_LENGTH * GPU_BATCH / 1e9:.1f} GB，是权重的 {expected:.1f} 倍：一个批次共用一次权重读取，"
-             f"却不共用缓存。权重加缓存共 {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB，差不多占满一块 H100 的 "
+             f"却不共用缓存。权重加缓存共 {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB，差不多占满一块 H100 的"
              f"显存（数据手册上的 {GPU_MEMORY_GIB} GB 按二进制计，约合 {GPU_MEMORY_GIB * 2**30 / 1e9:.0f} GB），激活值已经没有地方放：所以推理服务要缩小缓存，还要按页管理它（第 15、17 课）。")
 
 
