@@ -606,9 +606,9 @@ def test_lesson14_the_roof_and_byte_ratios_section_11_works_out(decoding):
 def test_lesson14_the_compiled_cache_and_weights_left_lines_the_text_reads(decoding):
     """Section 4 reads the compiled cache's slots and the eager keys (printed from the workload), and the summary's 1.90."""
     outputs = stored_text(decoding)
-    slots, first, last, calls = printed(r"fixed cache of (\d+) slots; the eager ones over (\d+) to (\d+) keys \(one warm call, then "
-                                        r"(\d+) timed ones\)", outputs).groups()
-    assert int(last) - int(first) == int(calls) and int(first) == 128 + 1  # the 128-token prompt, then one key per call
+    slots, first, last, calls, warm = printed(r"fixed cache of (\d+) slots; the eager ones over (\d+) to (\d+) keys in (\d+) timed calls "
+                                              r"\(after a warm call at (\d+)\)", outputs).groups()
+    assert int(last) - int(first) + 1 == int(calls) and int(warm) == 128 + 1 == int(first) - 1  # the 128-token prompt, then one key a call
     faster = printed(r"weights-left's step: ([\d.]+)x as fast as nn.Linear's", outputs)[1]
     for language in ("en", "zh"):
         text = prose(decoding, language)
