@@ -324,3 +324,21 @@ def test_the_q4_floor_times_each_4_bit_layer_and_the_output_layer_once(smollm2, 
     model_formats.q4_floor_step(q4, 2)()
     assert len(calls) == 4 * q4.config.num_layers  # QKV, output, gate-and-up and down per block
     assert all(shape == (2, width) for width, shape in calls)
+
+
+def test_compile_line_prints_the_saved_times_and_their_printed_difference():
+    """results.compile_line: one format's eager and compiled batch-1 steps from the saved file, the saving as the
+    difference of the two printed times (so a reader redoes it), and the compile seconds and token check, both languages."""
+    saved = results.load_saved(results.SAVED_MODEL)
+    step = {r["format"]: r["ms"] for r in saved["timings"] if (r["phase"], r["batch"]) == ("decode", 1)}
+    for fmt in ("float32", "q4"):
+        eager, compiled = f"{step[fmt]:.1f}", f"{step[f'{fmt} compiled']:.1f}"
+        less = f"{float(eager) - float(compiled):.1f}"
+        seconds = f"{saved['compiled'][fmt]['compile_seconds']:.0f}"
+        en, zh = results.compile_line(saved, fmt), results.compile_line(saved, fmt, "zh")
+        assert f"eager {eager:>5} ms, compiled {compiled:>5} ms: {less:>4} ms less per step (compiling took {seconds} s" in en
+        assert f"不编译 {eager:>5} 毫秒，编译后 {compiled:>5} 毫秒：每步少 {less:>4} 毫秒（编译用了 {seconds} 秒" in zh
+        same, of = saved["compiled"][fmt]["same_greedy_tokens"].split(" of ")
+        assert f"{of} 个里 {same} 个相同" in zh
+    with pytest.raises(ValueError):
+        results.compile_line(saved, "float32", "fr")
