@@ -752,6 +752,9 @@ def test_lesson14_the_step_against_a_prefill_token_and_its_three_parts(decoding)
     weights_ms = floor["weight_bytes"] / roof / 1e6  # the bar's first part: the products read the weights only
     parts = [f"{weights_ms:.1f}", f"{floor['ms'] - weights_ms:.1f}", f"{step['ms'] - floor['ms']:.1f}"]
     other_slow = _row(second, "matmul floor")["ms"] - _row(second, "matmul floor")["weight_bytes"] / second["roofs"]["bandwidth_gb_s"] / 1e6
+    assert printed(r"first machine: weights at the roof ([\d.]+) ms, the products beyond them ([\d.]+) ms, outside the products "
+                   r"([\d.]+) ms", outputs).groups() == tuple(parts)  # the figure's labels, printed under it
+    assert printed(r"second machine: weights at the roof [\d.]+ ms, the products beyond them ([\d.]+) ms", outputs)[1] == f"{other_slow:.1f}"
     for language in ("en", "zh"):
         text = prose(decoding, language)
         assert all(number in text for number in (alone, on_top, *parts, f"{other_slow:.1f}")), language
