@@ -86,7 +86,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
 
 
 SPLIT_PARTS = {"bytes": ("its weights read at the bandwidth roof", "按带宽屋顶读完它的权重", "tab:blue"),
-               "slow products": ("the products' time beyond that (matmul floor − weights)", "矩阵乘法比读权重多花的时间（矩阵乘法下限 − 权重）",
+               "slow products": ("the products' time beyond that (matmul floor − weights)", "矩阵乘法超出读权重的时间（矩阵乘法下限 − 权重）",
                                  "tab:orange"),
                "outside products": ("outside the products (step − matmul floor)", "矩阵乘法之外（一步 − 矩阵乘法下限）", "tab:gray")}
 
