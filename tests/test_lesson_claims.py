@@ -314,7 +314,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     assert float(rows["q4"][2]) > float(outside)  # "more than float32 spends outside its products at all"
     assert float(rows["q4"][1]) > 3 * float(q4_bytes)  # "still far above the 5.4 ms its bytes would take"
     assert 1.5 < float(llama) < 2.5  # "its compiled step 1.9 times" llama.cpp's
-    second = _saved_run("bench_model_bf16_cpu.json")  # section 10 reads its table's compiled rows: the same saving for both
+    second = _saved_run("bench_model_bf16_cpu.json")  # the appendix reads its table's compiled rows: the same saving for both
     steps = {name: f"{_row(second, name)['ms']:.1f}" for name in ("float32", "float32 compiled", "q4", "q4 compiled")}
     assert round(float(steps["float32"]) - float(steps["float32 compiled"]), 1) == round(float(steps["q4"]) - float(steps["q4 compiled"]), 1)
     assert f"float32 from {steps['float32']} to {steps['float32 compiled']} ms" in prose(decoding, "en").replace("\n", " ")
