@@ -216,6 +216,8 @@ def test_exercise_5_by_hand():
     out = verdict(lesson14.check_gpu_estimate, GPU_TOKENS, GPU_CACHE_SHARE)
     assert "Correct" in out and "209 tokens a second" in out and "4.3 times the weights" in out
     assert "85 GB" in out and "80 GB are binary: about 86 GB" in out  # 16 GB of weights + 68.7 of cache: nearly all of an H100
+    left = 80 * 2**30 / 1e9 - (16e9 + GPU_CACHE_SHARE * 16e9) / 1e9  # about 1.2 GB of an H100 left beside them
+    assert f"about {left:.0f} GB left for activations" in out and f"只剩约 {left:.0f} GB" in out
 
 
 @pytest.mark.parametrize("tokens, share, hint", [
