@@ -137,24 +137,6 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
     return zh if language == "zh" else en
 
 
-@reads("SAVED_MODEL", "timings", "format")
-def model_ratio_lines(results: dict, language: str = "en") -> list[str]:
-    """Lesson 14's reading of the saved run: the measured ratios of the targets, without the targets (README keeps those)."""
-    v = model_verdicts(results)
-    m = v["measured"]
-    speed = {fmt: model_timing(results, "float32")["ms"] / model_timing(results, fmt)["ms"] for fmt in FORMATS[1:]}
-    en = [f"float32 step: {m['floor']:.2f} of its matmul floor's speed",
-          *(f"{fmt} step: {ratio:.2f}× float32's speed" for fmt, ratio in speed.items()),
-          f"batch {v['batch']}: {m['batch8']:.2f}× batch 1's tokens per second (float32)"]
-    zh = [f"float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍",
-          *(f"{fmt} 一步解码的速度是 float32 的 {ratio:.2f} 倍" for fmt, ratio in speed.items()),
-          f"批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（float32）"]
-    if m["transformers"] is not None:
-        en.insert(1, f"float32 step: {m['transformers']:.2f}× transformers' speed on the same file")
-        zh.insert(1, f"float32 一步解码的速度是 transformers（同一个文件）的 {m['transformers']:.2f} 倍")
-    return zh if language == "zh" else en
-
-
 @reads("SAVED_MODEL", "timings", "format", "compiled")
 def compile_line(results: dict, fmt: str, language: str = "en") -> str:
     """One format's batch-1 step eager against compiled, as the saved run timed them in one loop, with its compile time
