@@ -888,3 +888,17 @@ def test_lesson14_the_stored_cache_control_as_the_text_reads_it(decoding):
     assert "clearly\nfaster" in next(c.source for c in decoding.cells if c.id == "cch14e01")
     cached = printed(r"its (\d+) MB from cache", outputs)[1]
     assert f"{cached} MB" in prose(decoding, "en") and f"{cached} MB" in prose(decoding, "zh")  # "whose 14 MB stay in the cache"
+
+
+def test_lesson14_bfloat16s_prefill_against_its_own_roof(decoding):
+    """Section 7: bfloat16's prefill on the first machine, its FLOPs over its time by hand from the file, runs close to
+    its format's low compute roof: the reading that the slow rate sets its time."""
+    first = _saved_run("bench_model.json")
+    prefill = _row(first, "bfloat16", "prefill")
+    reached = prefill["flops"] / prefill["ms"] / 1e6
+    share = reached / first["format_roofs"]["bfloat16"]
+    assert share > 0.8  # "the slow rate sets its time"
+    assert printed(r"bfloat16's prefill: ([\d.]+) GFLOP/s, (\d+)% of its compute roof", stored_text(decoding)).groups() == (
+        f"{reached:.1f}", f"{share:.0%}".rstrip("%"))
+    assert f"{reached:.1f} GFLOP/s, {share:.0%} of that roof" in prose(decoding, "en").replace("\n", " ")
+    assert f"{reached:.1f} GFLOP/s，是那道屋顶的 {share:.0%}" in prose(decoding, "zh")
