@@ -402,16 +402,17 @@ def check_gpu_estimate(tokens_per_second: object, cache_share: object) -> None:
         return feedback(False, "Cache bytes = 2 (key, value) × layers × key-value heads × head size × 2 bytes × tokens × batch; "
                         "divide by the weights' 16 GB.",
                         "缓存字节数 = 2（键和值）× 层数 × 键值头数 × 每个头的维数 × 2 字节 × 词元数 × 批大小；再除以权重的 16 GB。")
+    together, memory = (step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9, GPU_MEMORY_GIB * 2**30 / 1e9  # GB: weights and cache; the H100's binary 80 GiB
     feedback(True, f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ {most:.0f} tokens a second at most, however fast the GPU "
              f"computes. At batch {GPU_BATCH} and {GPU_LENGTH:,} tokens the cache is {per_token * GPU_LENGTH * GPU_BATCH / 1e9:.1f} GB, "
              f"{expected:.1f} times the weights: a batch shares one read of the weights but not of the cache. Weights and cache "
-             f"together, {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB, take nearly all of one H100's "
-             f"memory (the datasheet's {GPU_MEMORY_GIB} GB are binary: about {GPU_MEMORY_GIB * 2**30 / 1e9:.0f} GB), with about {GPU_MEMORY_GIB * 2**30 / 1e9 - (step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB left for activations: that is why serving "
+             f"together, {together:.0f} GB, take nearly all of one H100's "
+             f"memory (the datasheet's {GPU_MEMORY_GIB} GB are binary: about {memory:.0f} GB), with about {memory - together:.0f} GB left for activations: that is why serving "
              "shrinks the cache and manages it by pages (lessons 15 and 17).",
              f"{GPU_TB_S} TB/s / {step_bytes / 1e9:.0f} GB ≈ 每秒最多 {most:.0f} 个词元，不管 GPU 算得多快。批大小 {GPU_BATCH}、"
              f"{GPU_LENGTH:,} 个词元时，缓存有 {per_token * GPU_LENGTH * GPU_BATCH / 1e9:.1f} GB，是权重的 {expected:.1f} 倍：一个批次共用一次权重读取，"
-             f"却不共用缓存。权重加缓存共 {(step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB，差不多占满一块 H100 的"
-             f"显存（数据手册上的 {GPU_MEMORY_GIB} GB 按二进制计，约合 {GPU_MEMORY_GIB * 2**30 / 1e9:.0f} GB），留给激活值的只剩约 {GPU_MEMORY_GIB * 2**30 / 1e9 - (step_bytes + per_token * GPU_LENGTH * GPU_BATCH) / 1e9:.0f} GB：所以推理服务要缩小缓存，还要按页管理它（第 15、17 课）。")
+             f"却不共用缓存。权重加缓存共 {together:.0f} GB，差不多占满一块 H100 的"
+             f"显存（数据手册上的 {GPU_MEMORY_GIB} GB 按二进制计，约合 {memory:.0f} GB），留给激活值的只剩约 {memory - together:.0f} GB：所以推理服务要缩小缓存，还要按页管理它（第 15、17 课）。")
 
 
 @checker
