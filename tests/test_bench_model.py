@@ -337,7 +337,7 @@ def test_compile_line_prints_the_saved_times_and_their_printed_difference():
         seconds = f"{saved['compiled'][fmt]['compile_seconds']:.0f}"
         en, zh = results.compile_line(saved, fmt), results.compile_line(saved, fmt, "zh")
         assert f"eager {eager:>5} ms, compiled {compiled:>5} ms: {less:>4} ms less per step (compiling took {seconds} s" in en
-        assert f"不编译 {eager:>5} 毫秒，编译后 {compiled:>5} 毫秒：每步少 {less:>4} 毫秒（编译用了 {seconds} 秒" in zh
+        assert f"{fmt} 不编译 {eager} 毫秒，编译后 {compiled} 毫秒：每步少 {less} 毫秒（编译用了 {seconds} 秒" in zh  # no column padding in Chinese
         same, of = saved["compiled"][fmt]["same_greedy_tokens"].split(" of ")
         assert f"{of} 个里 {same} 个相同" in zh
     with pytest.raises(ValueError):

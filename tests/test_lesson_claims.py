@@ -902,3 +902,15 @@ def test_lesson14_bfloat16s_prefill_against_its_own_roof(decoding):
         f"{reached:.1f}", f"{share:.0%}".rstrip("%"))
     assert f"{reached:.1f} GFLOP/s, {share:.0%} of that roof" in prose(decoding, "en").replace("\n", " ")
     assert f"{reached:.1f} GFLOP/s，是那道屋顶的 {share:.0%}" in prose(decoding, "zh")
+
+
+def test_lesson14_float32s_own_step_jumps_from_one_row_to_two(decoding):
+    """Section 6: float32's batch-2 step against its batch-1 step, by hand from the first machine's file, as printed and
+    read before the matmul floor's jump."""
+    first = _saved_run("bench_model.json")
+    ms = {b: next(r["ms"] for r in first["timings"] if (r["format"], r["batch"], r["phase"]) == ("float32", b, "decode")) for b in (1, 2)}
+    ratio = f"{ms[2] / ms[1]:.2f}"
+    assert printed(r"for 16 times the tokens; batch 2 ([\d.]+)x", stored_text(decoding))[1] == ratio
+    assert 1.5 < float(ratio) < 2  # "a jump the roofline does not predict", yet not twice
+    assert f"float32's step takes {ratio} times as long" in prose(decoding, "en").replace("\n", " ")
+    assert f"float32 一步的耗时却变成 {ratio} 倍" in prose(decoding, "zh")

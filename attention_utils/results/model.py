@@ -145,7 +145,7 @@ def compile_line(results: dict, fmt: str, language: str = "en") -> str:
     less = round(eager, 1) - round(compiled, 1)
     if language == "zh":
         same, of = built["same_greedy_tokens"].split(" of ")
-        return (f"{fmt:8} 不编译 {eager:5.1f} 毫秒，编译后 {compiled:5.1f} 毫秒：每步少 {less:4.1f} 毫秒"
+        return (f"{fmt} 不编译 {eager:.1f} 毫秒，编译后 {compiled:.1f} 毫秒：每步少 {less:.1f} 毫秒"
                 f"（编译用了 {built['compile_seconds']:.0f} 秒；贪心词元：{of} 个里 {same} 个相同）")
     return (f"{fmt:8} eager {eager:5.1f} ms, compiled {compiled:5.1f} ms: {less:4.1f} ms less per step "
             f"(compiling took {built['compile_seconds']:.0f} s; greedy tokens equal: {built['same_greedy_tokens']})")
