@@ -762,10 +762,10 @@ def test_lesson14_the_step_against_a_prefill_token_and_its_three_parts(decoding)
         assert all(number in text for number in (alone, on_top, *parts)), language
     other_weights = _row(second, "matmul floor")["weight_bytes"] / second["roofs"]["bandwidth_gb_s"] / 1e6
     other_outside = _row(second, "float32")["ms"] - _row(second, "matmul floor")["ms"]
-    assert float(parts[0]) < float(parts[1]) < 1.1 * float(parts[0]) and float(parts[1]) > float(parts[2])  # "narrowly on the first"
-    assert other_slow > 1.5 * max(other_weights, other_outside)  # "by far on the second"
-    assert "the middle part is the largest: narrowly on the first, by far on the second" in prose(decoding, "en").replace("\n", " ")
-    assert "最大的都是中间那部分：第一台只多一点，第二台多出很多" in prose(decoding, "zh")
+    assert abs(float(parts[1]) - float(parts[0])) < 0.1 * float(parts[0])  # "the first two parts are about equal" (one run, no spread)
+    assert other_slow > 1.5 * max(other_weights, other_outside)  # "on the second the middle part is by far the largest"
+    assert "the first two parts are about equal; on the second the middle part is by far the largest" in prose(decoding, "en").replace("\n", " ")
+    assert "前两部分差不多大；第二台机器上，中间那部分大得多" in prose(decoding, "zh")
     profile = first["profile"]
     all_ms = profile["total_ms"] / profile["repeats"]
     outside = all_ms - profile["matmul_share"] * all_ms  # the profile's operators outside the products, per step
