@@ -258,6 +258,10 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     for grew, its_bytes in ((per_token, token_bytes_us), (other_per_token, other_bytes_us)):
         assert float(grew) > 3 * float(its_bytes)  # "more than three times its bytes' time"
     assert float(measured) < 0.1 * longest  # "under a tenth of the step at T = 512"
+    first = {r["length"]: r["decode_ms"] for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"]) == ("float32", 1)}
+    halves = printed(r"per added token, T = 32 to 128: ([\d.]+) µs and T = 128 to 512: ([\d.]+) µs", outputs).groups()
+    by_hand = (1e3 * (first[128] - first[32]) / 96, 1e3 * (first[512] - first[128]) / 384)  # the uneven halves, from the file
+    assert [float(h) for h in halves] == pytest.approx(by_hand, abs=0.05) and by_hand[0] > 3 * by_hand[1]
     apart = printed(r"73.9 ms in lesson 13's loop, [\d.]+ ms in section 3's \(\+([\d.]+)\)", outputs)[1]
     assert float(apart) > float(measured)  # "more than the step's whole growth from T = 32 to 512"
     for language in ("en", "zh"):
@@ -285,9 +289,9 @@ def test_lesson14_the_live_growth_profile_as_the_text_reads_it(decoding):
 def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
     """The paragraph after the saved q4 row quotes its printed times and ratios, in both languages."""
     outputs = stored_text(decoding)
-    float32, float32_bytes, float32_ratio = printed(r"float32  measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)",
+    float32, float32_bytes, float32_ratio = printed(r"float32 +\d+ MB of weights; measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)",
                                                     outputs).groups()
-    q4, q4_bytes, q4_ratio = printed(r"q4       measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)", outputs).groups()
+    q4, q4_bytes, q4_ratio = printed(r"q4 +\d+ MB of weights; measured +([\d.]+) ms, from its bytes +([\d.]+) ms \(([\d.]+)x\)", outputs).groups()
     speed = printed(r"(?m)^q4 decodes ([\d.]+)x as fast as float32", outputs)[1]  # the q4 section's line, not the compiled one
     llama, slower = printed(r"llama.cpp on the same file: ([\d.]+) ms per token; q4's step takes ([\d.]+)x as long", outputs).groups()
     assert round(float(q4_ratio)) == 7  # "about seven times" (the float32 ratio is quoted as printed, below)
@@ -306,7 +310,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
                           r"(\d+) s; greedy tokens equal: (\d+) of \5\)", outputs).groups() for name in ("float32", "q4")}
     eager_floor, compiled_floor = printed(r"(\d\.\d+) of its speed eager, (\d\.\d+) compiled", outputs).groups()
     llama = printed(r"q4 compiled takes ([\d.]+)x as long as llama.cpp", outputs)[1]
-    q4_bytes = printed(r"q4 +measured +[\d.]+ ms, from its bytes +([\d.]+) ms", outputs)[1]
+    q4_bytes = printed(r"q4 +\d+ MB of weights; measured +[\d.]+ ms, from its bytes +([\d.]+) ms", outputs)[1]
     share, outside = printed(r"the saving is (\d+)% of the ([\d.]+) ms section 3's bar puts outside the products", outputs).groups()
     first = _saved_run("bench_model.json")
     by_hand = _row(first, "float32")["ms"] - _row(first, "matmul floor")["ms"]  # the step outside its products
@@ -344,7 +348,7 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     noise and q4's logits, bfloat16's prefill, the profile against the floor, exercise 3's test of bfloat16's ridge, and
     the second machine's faster reads: each as the text reads it."""
     outputs = stored_text(decoding)
-    assert 0.3 < 1 / _number(r"float32  measured +[\d.]+ ms, from its bytes +[\d.]+ ms \(([\d.]+)x\)", outputs) < 0.4  # "a third"
+    assert 0.3 < 1 / _number(r"float32 +\d+ MB of weights; measured +[\d.]+ ms, from its bytes +[\d.]+ ms \(([\d.]+)x\)", outputs) < 0.4  # "a third"
     assert 3.8 < _number(r"int8 \d+ MB in all, 1/([\d.]+) of float32's", outputs) < 4.2  # "about a quarter"
     roof = _number(r"the bandwidth roof: ([\d.]+) GB/s", outputs)
     assert 0.4 < _number(r"float32 matmul floor: +[\d.]+ ms for +\d+ MB, +([\d.]+) GB/s", outputs) / roof < 0.6  # "about half"
