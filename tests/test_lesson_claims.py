@@ -268,8 +268,16 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     assert float(apart) > float(measured)  # "more than the step's whole growth from T = 32 to 512"
     here = printed(r"the same step in section 3's loop: [\d.]+ ms, ([\d.]+) ms less than the T = 128 row here", outputs)[1]
     assert here == apart == f"{first[128] - _row(_saved_run('bench_model.json'), 'float32')['ms']:.1f}"  # by hand from the file
-    assert f"They differ by {apart} ms (the last line), more than this section's {measured} ms growth" in prose(decoding, "en").replace("\n", " ")
-    assert f"两者相差 {apart} 毫秒（最后一行），比本节 {measured} 毫秒的增长还大" in prose(decoding, "zh")
+    assert f"They differ by {apart} ms (the second-last line), more than this section's {measured} ms growth" in prose(decoding, "en").replace("\n", " ")
+    assert f"两者相差 {apart} 毫秒（倒数第二行），比本节 {measured} 毫秒的增长还大" in prose(decoding, "zh")
+    row = next(r for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
+    at_roof = 1e3 * (row["weight_bytes"] + row["cache_bytes"]) / (_saved_run("bench_model.json")["roofs"]["bandwidth_gb_s"] * 1e9)
+    by_hand = (at_roof / (row["prefill_ms"] / 128), row["decode_ms"] / at_roof)  # section 3's two factors with lesson 13's loop
+    split = printed(r"section 3's split with this loop's T = 128 times: ([\d.]+) x ([\d.]+) = ([\d.]+)", outputs).groups()
+    assert split[:2] == (f"{by_hand[0]:.1f}", f"{by_hand[1]:.1f}") and abs(float(split[2]) - 18.3) < 1  # "the product stays about 18"
+    assert by_hand[0] < 6.6 and by_hand[1] > 2.8  # the summary's "6.6 at most, 2.8 at least" holds in this loop too
+    assert f"becomes {split[0]} × {split[1]} (the last line)" in prose(decoding, "en").replace("\n", " ")
+    assert f"拆分变成 {split[0]} × {split[1]}（最后一行）" in prose(decoding, "zh")
     for language in ("en", "zh"):
         text = prose(decoding, language)
         for number in (measured, predicted, per_token, token_bytes_us, other_measured, other_per_token, other_bytes_us, apart):
