@@ -273,7 +273,7 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     row = next(r for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
     at_roof = 1e3 * (row["weight_bytes"] + row["cache_bytes"]) / (_saved_run("bench_model.json")["roofs"]["bandwidth_gb_s"] * 1e9)
     by_hand = (at_roof / (row["prefill_ms"] / 128), row["decode_ms"] / at_roof)  # section 3's two factors with lesson 13's loop
-    split = printed(r"section 3's split with this loop's T = 128 times: ([\d.]+) x ([\d.]+) = ([\d.]+)", outputs).groups()
+    split = printed(r"section 3's split with this loop's T = 128 times: ([\d.]+) x ([\d.]+) \(([\d.]+) before rounding\)", outputs).groups()
     assert split[:2] == (f"{by_hand[0]:.1f}", f"{by_hand[1]:.1f}") and abs(float(split[2]) - 18.3) < 1  # "the product stays about 18"
     assert by_hand[0] < 6.6 and by_hand[1] > 2.8  # the summary's "6.6 at most, 2.8 at least" holds in this loop too
     assert f"becomes {split[0]} × {split[1]} (the last line)" in prose(decoding, "en").replace("\n", " ")
@@ -329,6 +329,8 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     first = _saved_run("bench_model.json")
     by_hand = _row(first, "float32")["ms"] - _row(first, "matmul floor")["ms"]  # the step outside its products
     floor_ms = _row(first, "matmul floor")["ms"]
+    above = f"{round(_row(first, 'float32 compiled')['ms'], 1) - round(floor_ms, 1):.1f}"  # a difference of the printed times
+    assert f"{above} ms above them" in prose(decoding, "en").replace("\n", " ") and f"只多出 {above} 毫秒" in prose(decoding, "zh")
     assert (eager_floor, compiled_floor) == (f"{floor_ms / _row(first, 'float32')['ms']:.0%}".rstrip("%"),
                                              f"{floor_ms / _row(first, 'float32 compiled')['ms']:.0%}".rstrip("%"))  # by hand
     assert outside == f"{by_hand:.1f}" and share == f"{float(rows['float32'][2]) / by_hand:.0%}".rstrip("%")
