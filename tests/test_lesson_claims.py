@@ -262,6 +262,9 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     halves = printed(r"the first machine, per added token: T = 32 to 128: ([\d.]+) µs and T = 128 to 512: ([\d.]+) µs", outputs).groups()
     by_hand = (1e3 * (first[128] - first[32]) / 96, 1e3 * (first[512] - first[128]) / 384)  # the uneven halves, from the file
     assert [float(h) for h in halves] == pytest.approx(by_hand, abs=0.05) and by_hand[0] > 3 * by_hand[1]
+    steps = [f"{round(first[b], 1) - round(first[a], 1):.1f}" for a, b in ((32, 128), (128, 512))]  # differences of the printed rows
+    assert f"{steps[0]} ms from T = 32 to 128 and another {steps[1]} ms over the four-times-longer span" in prose(decoding, "en").replace("\n", " ")
+    assert f"从 T = 32 到 128 多了 {steps[0]} 毫秒，跨度是前一段四倍的 128 到 512 也只多了 {steps[1]} 毫秒" in prose(decoding, "zh")
     assert f"uneven: {halves[0]} µs per added token from T = 32 to 128, {halves[1]} from 128 to 512" in prose(decoding, "en").replace("\n", " ")
     assert f"每多一个词元多 {halves[0]} 微秒，从 128 到 512 只多 {halves[1]} 微秒" in prose(decoding, "zh")
     apart = printed(r"73.9 ms in lesson 13's loop, [\d.]+ ms in section 3's \(\+([\d.]+)\)", outputs)[1]
@@ -588,15 +591,15 @@ def test_lesson14_the_float32_step_against_its_bytes_as_section_3_reads_it(decod
     bytes_ms, share, step = printed(r"float32 at batch 1: its weights and cache at the bandwidth roof would take ([\d.]+) ms, "
                                     r"(\d+)% of its ([\d.]+) ms step", outputs).groups()
     assert 30 <= int(share) <= 40  # "about a third"
-    most, made = printed(r"at most (\d+) tokens a second, against its (\d+)", outputs).groups()
+    most, made = printed(r"(\d+) tokens a second at that roof, against its (\d+)", outputs).groups()
     saved = json.loads((NOTEBOOKS.parent / "figures" / "bench_model.json").read_text(encoding="utf-8"))
     row = next(r for r in saved["timings"] if (r["format"], r["batch"], r["phase"]) == ("float32", 1, "decode"))
     ceiling = saved["roofs"]["bandwidth_gb_s"] * 1e9 / (row["weight_bytes"] + row["cache_bytes"])  # tokens a second, by hand
     assert (int(most), int(made)) == (round(ceiling), round(1e3 / row["ms"]))
     for language in ("en", "zh"):
         assert all(number in prose(decoding, language) for number in (bytes_ms, f"{share}%", step)), language
-    assert f"at most about {most} tokens a second, against the {made} it made" in prose(decoding, "en").replace("\n", " ")
-    assert f"每秒最多约 {most} 个词元，实际是 {made} 个" in prose(decoding, "zh")
+    assert f"about {most} tokens a second at the measured roof, against the {made} it made" in prose(decoding, "en").replace("\n", " ")
+    assert f"按实测屋顶每秒约 {most} 个词元，实际是 {made} 个" in prose(decoding, "zh")
 
 
 def test_lesson14_the_first_machine_profile_hints_the_second_thread_bought_nothing(decoding):
