@@ -939,3 +939,20 @@ def test_lesson14_float32s_own_step_jumps_from_one_row_to_two(decoding):
     assert 1.5 < float(ratio) < 2  # "a jump the roofline does not predict", yet not twice
     assert f"float32's step took {ratio} times as long" in prose(decoding, "en").replace("\n", " ")
     assert f"float32 一步的耗时却变成 {ratio} 倍" in prose(decoding, "zh")
+
+
+def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(decoding):
+    """Section 6: most of float32's batch-2 jump is in its products (differences of the printed rows); the summary:
+    bfloat16's products alone ran 2.4 times as fast as float32's, yet the rest of its step grew (exercise 1's subtraction)."""
+    first = _saved_run("bench_model.json")
+    ms = {(r["format"], r["batch"]): r["ms"] for r in first["timings"] if r["phase"] == "decode"}
+    step_jump = round(ms[("float32", 2)], 1) - round(ms[("float32", 1)], 1)
+    floor_jump = round(ms[("matmul floor", 2)], 1) - round(ms[("matmul floor", 1)], 1)
+    assert 0.5 < floor_jump / step_jump < 1  # "most of the jump"
+    assert f"{floor_jump:.1f} of the step's {step_jump:.1f} ms" in prose(decoding, "en").replace("\n", " ")
+    assert f"一步多出的 {step_jump:.1f} 毫秒里有 {floor_jump:.1f} 毫秒是乘法" in prose(decoding, "zh")
+    bf16_products, f32_products = first["int8_kernel"]["bfloat16_linear_ms"], ms[("matmul floor", 1)]
+    assert f"{f32_products / bf16_products:.1f}" == "2.4"  # "its products alone ran 2.4 times as fast as float32's"
+    assert ms[("bfloat16", 1)] - bf16_products > ms[("float32", 1)] - f32_products  # "the rest of its step grew rather than shrank"
+    assert "ran 2.4 times as fast as float32's" in " ".join(prose(decoding, "en").split())  # a wrapped list item
+    assert "它的速度是 float32 的 2.4 倍" in prose(decoding, "zh")
