@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from pathlib import Path
@@ -342,3 +343,15 @@ def test_compile_line_prints_the_saved_times_and_their_printed_difference():
         assert f"{of} 个里 {same} 个相同" in zh
     with pytest.raises(ValueError):
         results.compile_line(saved, "float32", "fr")
+
+
+def test_step_factors_splits_either_loop_and_names_a_wrong_one():
+    """Section 3's split from the formats' loop or from lesson 13's loop, by hand from the file; a misspelt loop is refused."""
+    saved = json.loads((ROOT / "figures" / "bench_model.json").read_text(encoding="utf-8"))
+    step = next(r for r in saved["timings"] if (r["format"], r["batch"], r["phase"]) == ("float32", 1, "decode"))
+    row = next(r for r in saved["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, step["length"]))
+    bytes_ms = (step["weight_bytes"] + step["cache_bytes"]) / saved["roofs"]["bandwidth_gb_s"] / 1e6
+    assert results.step_factors(saved, loop="lesson 13") == pytest.approx(
+        (bytes_ms, bytes_ms / (row["prefill_ms"] / row["length"]), row["decode_ms"] / bytes_ms))
+    with pytest.raises(ValueError, match="loop must be"):
+        results.step_factors(saved, loop="lesson13")

@@ -332,7 +332,7 @@ def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
     by_hand = _row(first, "float32")["ms"] - _row(first, "matmul floor")["ms"]  # the step outside its products
     floor_ms = _row(first, "matmul floor")["ms"]
     above = f"{round(_row(first, 'float32 compiled')['ms'], 1) - round(floor_ms, 1):.1f}"  # a difference of the printed times
-    assert f"{above} ms above them" in prose(decoding, "en").replace("\n", " ") and f"只多出 {above} 毫秒" in prose(decoding, "zh")
+    assert f"spends only {above} ms outside them" in prose(decoding, "en").replace("\n", " ") and f"时间就只剩 {above} 毫秒" in prose(decoding, "zh")
     assert (eager_floor, compiled_floor) == (f"{floor_ms / _row(first, 'float32')['ms']:.0%}".rstrip("%"),
                                              f"{floor_ms / _row(first, 'float32 compiled')['ms']:.0%}".rstrip("%"))  # by hand
     assert outside == f"{by_hand:.1f}" and share == f"{float(rows['float32'][2]) / by_hand:.0%}".rstrip("%")
@@ -951,8 +951,11 @@ def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(
     assert 0.5 < floor_jump / step_jump < 1  # "most of the jump"
     assert f"{floor_jump:.1f} of the step's {step_jump:.1f} ms" in prose(decoding, "en").replace("\n", " ")
     assert f"一步多出的 {step_jump:.1f} 毫秒里有 {floor_jump:.1f} 毫秒是乘法" in prose(decoding, "zh")
-    bf16_products, f32_products = first["int8_kernel"]["bfloat16_linear_ms"], ms[("matmul floor", 1)]
-    assert f"{f32_products / bf16_products:.1f}" == "2.4"  # "its products alone ran 2.4 times as fast as float32's"
-    assert ms[("bfloat16", 1)] - bf16_products > ms[("float32", 1)] - f32_products  # "the rest of its step grew rather than shrank"
-    assert "ran 2.4 times as fast as float32's" in " ".join(prose(decoding, "en").split())  # a wrapped list item
-    assert "它的速度是 float32 的 2.4 倍" in prose(decoding, "zh")
+    bf16_products, f32_products = first["int8_kernel"]["bfloat16_linear_ms"], ms[("matmul floor", 1)]  # two loops of the run
+    faster = f"{f32_products / bf16_products:.1f}"
+    assert f"ran {faster} times as fast as float32's" in " ".join(prose(decoding, "en").split())  # a wrapped list item
+    assert f"它的速度是 float32 的 {faster} 倍" in prose(decoding, "zh")
+    # "the rest of its step grew rather than shrank", across two loops: it holds even with bfloat16's products as much
+    # slower in the step's loop as the same float32 step was between the run's two loops (73.9 against 62.9 ms)
+    loop_gap = next(r["decode_ms"] for r in first["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128)) / ms[("float32", 1)]
+    assert loop_gap > 1.1 and ms[("bfloat16", 1)] - loop_gap * bf16_products > ms[("float32", 1)] - f32_products

@@ -162,12 +162,20 @@ def step_split(results: dict) -> dict[str, float]:
             "step": step["ms"]}
 
 
-def step_factors(results: dict) -> tuple[float, float, float]:
+def step_factors(results: dict, loop: str = "formats") -> tuple[float, float, float]:
     """Section 3's split of the float32 batch-1 step: its bytes' ms at the bandwidth roof (weights and cache), that over
-    one prefill token's ms, and the measured step over its bytes' ms."""
+    one prefill token's ms, and the measured step over its bytes' ms. loop="lesson 13" splits the same step and prefill
+    as lesson 13's loop of the run timed them (the appendix compares the two loops)."""
     step, prefill = model_timing(results, "float32"), model_timing(results, "float32", phase="prefill")
+    step_ms, token_ms = step["ms"], prefill["ms"] / prefill["length"]
+    if loop == "lesson 13":
+        row = at_length(model_rows(results), step["length"])
+        step_ms, token_ms = row["decode_ms"], row["prefill_ms"] / row["length"]
+    elif loop != "formats":
+        raise ValueError(bilingual(f"loop must be 'formats' or 'lesson 13', not {shown(loop)}.",
+                                   f"loop 只能是 'formats' 或 'lesson 13'，不能是 {shown(loop, True)}。"))
     bytes_ms = (step["weight_bytes"] + step["cache_bytes"]) / (results["roofs"]["bandwidth_gb_s"] * 1e6)
-    return bytes_ms, bytes_ms / (prefill["ms"] / prefill["length"]), step["ms"] / bytes_ms
+    return bytes_ms, bytes_ms / token_ms, step_ms / bytes_ms
 
 
 def chosen_rows(results: dict, rows: tuple[str, ...]) -> tuple[str, ...]:
