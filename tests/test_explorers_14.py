@@ -90,3 +90,16 @@ def test_the_split_bars_label_each_part_in_both_languages(language):
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert ticks[0].startswith("first machine" if language == "en" else "第一台机器"), ticks
     plt.close(fig)
+
+
+def test_a_gpu_drawn_on_the_same_axes_has_its_datasheet_roofs():
+    fig = lesson14.draw_roofline(SAVED, rows=("float32",), gpu=(3.35, 989))
+    line = next(l for l in fig.axes[0].lines if l.get_linestyle() == ":" and len(l.get_xdata()) == 3)
+    xs, ys = line.get_xdata(), line.get_ydata()
+    assert xs[1] == pytest.approx(989 / 3.35)  # its ridge: 295 FLOPs per byte
+    assert list(ys) == pytest.approx([0.05 * 3350, 989e3, 989e3])  # GB/s × FLOPs/byte, then flat at the ridge and beyond
+    plt.close("all")
+    for bad in ((3.35,), (0, 989), (3.35, float("nan")), [3.35, 989]):
+        with pytest.raises(ValueError, match="TB/s, TFLOP/s"):
+            lesson14.draw_roofline(SAVED, gpu=bad)
+    plt.close("all")

@@ -29,9 +29,11 @@ def _roof_at(intensity: float, roofs: dict) -> float:
 
 
 @reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
-def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows: tuple[str, ...] | None = None) -> Figure:
+def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows: tuple[str, ...] | None = None,
+                  gpu: tuple[float, float] | None = None) -> Figure:
     """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled;
-    `rows` draws just the named rows (and their own compute roofs), so a lesson can add formats as it introduces them."""
+    `rows` draws just the named rows (and their own compute roofs), so a lesson can add formats as it introduces them;
+    `gpu` (TB/s, TFLOP/s from a datasheet) adds one GPU's two roofs, dotted, on the same axes for scale."""
     roofs, env = results["roofs"], results["environment"]
     drawn = {r["format"] for r in results["timings"]} if rows is None else set(chosen_rows(results, rows))
     shown_formats = [f for f in (*FORMATS, "q4") if f in drawn]  # q4: issue 48 on
@@ -51,6 +53,8 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
             ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
                     label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'})",
                                f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
+    if gpu is not None:
+        _draw_gpu_roofs(ax, gpu)
     for fmt in (*shown_formats, *(["matmul floor"] if "matmul floor" in drawn else [])):
         steps = sorted((r for r in results["timings"] if r["format"] == fmt and r["phase"] == "decode"),
                        key=lambda r: r["batch"])
@@ -83,6 +87,20 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
                  fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the axes: it covers no point
     return fig
+
+
+def _draw_gpu_roofs(ax, gpu: tuple[float, float]) -> None:
+    """A datasheet GPU's bandwidth and compute roofs, dotted: where a batch of decode steps would have to go on it."""
+    if (not isinstance(gpu, tuple) or len(gpu) != 2
+            or not all(isinstance(v, (int, float)) and 0 < v < float("inf") for v in gpu)):
+        raise ValueError(bilingual(f"gpu must be (TB/s, TFLOP/s), two positive numbers such as (3.35, 989), got {shown(gpu)}.",
+                                   f"gpu 必须是 (TB/s, TFLOP/s)，两个正数，例如 (3.35, 989)，实际是 {shown(gpu, True)}。"))
+    tb_s, tflop_s = gpu
+    roofs = {"bandwidth_gb_s": tb_s * 1e3, "matmul_gflop_s": tflop_s * 1e3}
+    xs = [0.05, tflop_s / tb_s, 2000.0]  # the GPU's ridge in the middle
+    ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="tab:purple", linestyle=":", linewidth=2,
+            label=text(f"one GPU's roofs (datasheet: {tb_s} TB/s, {tflop_s} TFLOP/s)",
+                       f"一块 GPU 的屋顶（数据手册：{tb_s} TB/s，{tflop_s} TFLOP/s）"))
 
 
 SPLIT_PARTS = {"bytes": ("its weights read at the bandwidth roof", "按带宽屋顶读完它的权重", "tab:blue"),
