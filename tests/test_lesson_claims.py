@@ -952,7 +952,7 @@ def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(
     bf16_products, f32_products = first["int8_kernel"]["bfloat16_linear_ms"], ms[("matmul floor", 1)]  # two loops of the run
     faster = f"{f32_products / bf16_products:.1f}"
     assert f"ran {faster} times as fast as float32's" in " ".join(prose(decoding, "en").split())  # a wrapped list item
-    assert f"它的速度是 float32 的 {faster} 倍" in prose(decoding, "zh")
+    assert f"这些乘法的速度仍是 float32 的 {faster} 倍" in prose(decoding, "zh")
     # "the rest of its step grew rather than shrank", across two loops: it holds even with bfloat16's products as much
     # slower in the step's loop as the same float32 step was between the run's two loops (73.9 against 62.9 ms)
     loop_gap = next(r["decode_ms"] for r in first["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128)) / ms[("float32", 1)]
@@ -983,3 +983,21 @@ def test_lesson14_every_int8_weight_within_half_a_step_widened_by_the_bfloat16_s
     assert 1.0 <= float(worst) <= 1 + 2 ** -7 + 5e-4  # the printed value is rounded to three digits
     assert f"at most {worst} times half a float32 step" in prose(decoding, "en")
     assert f"最多差 float32 半个步长的 {worst} 倍" in prose(decoding, "zh")
+
+
+def test_lesson14_bfloat16s_one_row_products_sit_right_of_its_ridge(decoding):
+    """Section 7: on the first machine bfloat16's ridge (its roof over the bandwidth) is below 1 FLOP per byte, so its
+    one-row products' arithmetic bound exceeds their bytes' bound and the measured time exceeds both; redone from the
+    file and read in both languages with the numbers printed."""
+    first = _saved_run("bench_model.json")
+    roof, bandwidth, kern = first["format_roofs"]["bfloat16"], first["roofs"]["bandwidth_gb_s"], first["int8_kernel"]
+    megabytes = kern["bfloat16_bytes"] / 1e6  # as many MFLOP: 2 FLOPs per 2-byte weight
+    ridge, by_arithmetic, by_bytes = roof / bandwidth, megabytes / roof, megabytes / bandwidth
+    numbers = (f"{ridge:.2f}", f"{by_arithmetic:.1f}", f"{by_bytes:.1f}", f"{kern['bfloat16_linear_ms']:.1f}")
+    shown = printed(r"bfloat16's ridge: ([\d.]+) FLOPs per byte; its one-row products \(1 FLOP per byte\) need at least ([\d.]+) ms "
+                    r"at its compute roof, ([\d.]+) ms at the bandwidth roof; measured ([\d.]+)", stored_text(decoding)).groups()
+    assert shown == numbers and ridge < 1 and by_bytes < by_arithmetic < kern["bfloat16_linear_ms"]
+    assert (f"its ridge here is only {numbers[0]} FLOPs per byte, so at 1 FLOP per byte they need at least {numbers[1]} ms for "
+            f"their arithmetic, more than the {numbers[2]} for their bytes; they took {numbers[3]}") in prose(decoding, "en")
+    assert (f"脊点只有每字节 {numbers[0]} 次浮点运算，每字节 1 次的乘法光是运算就至少要 {numbers[1]} 毫秒，比读字节的 {numbers[2]} 毫秒还长；"
+            f"实测是 {numbers[3]} 毫秒") in prose(decoding, "zh")
