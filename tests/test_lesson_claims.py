@@ -1001,3 +1001,41 @@ def test_lesson14_bfloat16s_one_row_products_sit_right_of_its_ridge(decoding):
             f"their arithmetic, more than the {numbers[2]} for their bytes; they took {numbers[3]}") in prose(decoding, "en")
     assert (f"脊点只有每字节 {numbers[0]} 次浮点运算，每字节 1 次的乘法光是运算就至少要 {numbers[1]} 毫秒，比读字节的 {numbers[2]} 毫秒还长；"
             f"实测是 {numbers[3]} 毫秒") in prose(decoding, "zh")
+
+
+def _batch_row(run: dict, fmt: str, batch: int) -> dict:
+    return next(r for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, "decode"))
+
+
+def test_lesson14_each_added_sequence_costs_bfloat16_about_its_one_row_products(decoding):
+    """Section 7's batch line, redone from the file: bfloat16's step grows by about its one-row products' time per added
+    sequence (arithmetic grows with the rows), float32's by at most a few ms after batch 2; the prose reads the range and
+    the bound in both languages, and says bfloat16 is the slower from batch 8, which the rows show."""
+    first, batches = _saved_run("bench_model.json"), (1, 2, 4, 8, 16)
+    steps = {f: [_batch_row(first, f, b)["ms"] for b in batches] for f in ("bfloat16", "float32")}
+    added = {f: [(t2 - t1) / (b2 - b1) for t1, t2, b1, b2 in zip(ms, ms[1:], batches, batches[1:])] for f, ms in steps.items()}
+    shown = printed(r"costs a step: bfloat16 ([\d., ]+) ms; float32 ([\d., ]+) ms", stored_text(decoding)).groups()
+    assert shown == tuple(", ".join(f"{v:.1f}" for v in added[f]) for f in ("bfloat16", "float32"))
+    one_row = first["int8_kernel"]["bfloat16_linear_ms"]
+    assert all(0.95 * one_row < v < 1.15 * one_row for v in added["bfloat16"])  # "about as much as its one-row products alone"
+    low, high, most = f"{min(added['bfloat16']):.1f}", f"{max(added['bfloat16']):.1f}", f"{max(added['float32'][1:]):.1f}"
+    assert float(most) < 0.25 * one_row  # float32's rows share the bytes and cost little
+    english = " ".join(prose(decoding, "en").split())
+    assert f"costs bfloat16's step {low} to {high} ms" in english and f"float32's step pays at most {most} ms a sequence" in english
+    assert f"就多花 {low} 到 {high} 毫秒" in prose(decoding, "zh") and f"最多只多花 {most} 毫秒" in prose(decoding, "zh")
+    assert [b for b in batches if steps["bfloat16"][batches.index(b)] > steps["float32"][batches.index(b)]] == [8, 16]
+
+
+def test_lesson14_int8_batches_against_its_kernel_roof_and_its_bfloat16_table(decoding):
+    """The appendix's int8 line, redone from the file: its steps at batches 4 to 16 reach a third of its kernel's roof or
+    less, and its bfloat16 table (49,152 × 576) alone needs at batch 16 its FLOPs over bfloat16's roof."""
+    first = _saved_run("bench_model.json")
+    roofs = first["format_roofs"]
+    shares = [_batch_row(first, "int8", b)["flops"] / _batch_row(first, "int8", b)["ms"] / 1e6 / roofs["int8"] for b in (4, 8, 16)]
+    table_ms = 2 * 49152 * 576 * 16 / (roofs["bfloat16"] * 1e6)
+    line = printed(r"int8 steps at batch 4, 8, 16: (\d+)%, (\d+)%, (\d+)% of its kernel's roof; at batch 16 its bfloat16 table "
+                   r"alone needs at least ([\d.]+) ms", stored_text(decoding)).groups()
+    assert line == (*(f"{s:.0%}".rstrip("%") for s in shares), f"{table_ms:.1f}") and max(shares) < 0.4
+    english = " ".join(prose(decoding, "en").split())
+    assert f"only {line[0]}% to {line[2]}% of its kernel's roof" in english and f"at least {line[3]} ms at batch 16" in english
+    assert f"只达到自己内核屋顶的 {line[0]}% 到 {line[2]}%" in prose(decoding, "zh") and f"至少要 {line[3]} 毫秒" in prose(decoding, "zh")
