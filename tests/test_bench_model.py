@@ -355,3 +355,13 @@ def test_step_factors_splits_either_loop_and_names_a_wrong_one():
         (bytes_ms, bytes_ms / (row["prefill_ms"] / row["length"]), row["decode_ms"] / bytes_ms))
     with pytest.raises(ValueError, match="loop must be"):
         results.step_factors(saved, loop="lesson13")
+
+
+def test_the_saved_quality_split_measures_what_the_quality_rows_measure():
+    """figures/bench_quality_split.json (bench --quality-split): int8 weights with float32 arithmetic against its own float32
+    run, over the same prompts, new tokens and held-out text as the first machine's quality rows."""
+    split, first = results.load_saved(results.SAVED_QUALITY_SPLIT), results.load_saved(results.SAVED_MODEL)
+    assert set(split["quality"]) == {"float32", "int8 float32"} and {"cpu", "cpu_capability", "torch"} <= set(split["environment"])
+    for key in ("prompts", "new_tokens", "text_tokens"):
+        assert split["quality"]["int8 float32"][key] == first["quality"]["int8"][key], key
+    assert split["quality"]["float32"]["largest_logit_difference"] == 0.0  # the reference against itself

@@ -10,6 +10,7 @@
     python -m attention_utils.course.bench --recurrent   # only lesson 16's decode step: KV cache against a fixed state
     python -m attention_utils.course.bench --recall   # only lesson 16's recall grid (add --part capacity to train one part)
     python -m attention_utils.course.bench --model    # only the real model: lesson 13's prefill and decode step, lesson 14's formats and batches
+    python -m attention_utils.course.bench --quality-split   # only lesson 14's int8 weights with float32 arithmetic (slow: minutes)
     python -m attention_utils.course.bench --cache    # only lesson 15's caches on the real model: bytes and decode step
     python -m attention_utils.course.bench --serving  # only lesson 17's scheduler on the real model: policies, page budget
     python -m attention_utils.course.bench --speculative   # only lesson 18's speculative decoding on the real model
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import (ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_SPECULATIVE,
+from ...results import (ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SAVED_SPECULATIVE,
                         SAVED_SPECULATIVE_BF16, load_saved)
 from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
@@ -41,7 +42,7 @@ from .harness import environment, measure_all, measure_interleaved, measure_kern
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
 from .model_caches import CACHE_FULL, CACHE_QUICK, SAVED_CACHE, run_caches
 from .model_decode import MODEL_FULL, MODEL_QUICK
-from .model_report import run_model_decode
+from .model_report import run_model_decode, run_quality_split
 from .serving import SAVED_SERVING, SERVING_FULL, SERVING_QUICK, run_serving
 from .speculative import SPECULATIVE_FULL, SPECULATIVE_QUICK, run_speculative
 from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --recall: train only this part of the grid (repeatable); the other parts' rows stay")
     parser.add_argument("--model", action="store_true",
                         help="only the real model's prefill and decode step (lesson 13) into figures/bench_model.json")
+    parser.add_argument("--quality-split", action="store_true",
+                        help="only lesson 14's quality control, int8 weights with float32 arithmetic against float32, into "
+                             "figures/bench_quality_split.json (several minutes: float32 int8 is the slow reference path)")
     parser.add_argument("--bf16-cpu", action="store_true",
                         help="with --model or --speculative, on a CPU with bfloat16 instructions: save into "
                              "figures/bench_model_bf16_cpu.json or figures/bench_speculative_bf16_cpu.json, the second "
@@ -107,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         run_model_decode(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick, args.replot, args.bf16_cpu)
         saved = SAVED_MODEL_BF16 if args.bf16_cpu else SAVED_MODEL
         print(f"model results in {out / 'model.json' if args.quick else saved}; {time.perf_counter() - began:.0f} s")
+        return 0
+    if args.quality_split:
+        run_quality_split(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick)
+        print(f"quality split in {out / 'quality_split.json' if args.quick else SAVED_QUALITY_SPLIT}; {time.perf_counter() - began:.0f} s")
         return 0
     if args.cache:
         run_caches(CACHE_QUICK if args.quick else CACHE_FULL, args.threads, out, args.quick, args.replot)

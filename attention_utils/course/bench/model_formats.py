@@ -300,3 +300,12 @@ def quality(models: dict, tokenizer, new_tokens: int) -> dict:
             "prompts": len(prompts), "new_tokens": new_tokens, "text_tokens": text.shape[1],
         }
     return found
+
+
+def quality_split(new_tokens: int, threads: int) -> dict:
+    """Lesson 14's control for the quality rows: int8 weights with float32 arithmetic against float32, so weight rounding
+    is measured without bfloat16's; float32 sums barely depend on the CPU, so one machine's run serves the lesson."""
+    from ...models.llama import load_smollm2
+    torch.set_num_threads(threads)
+    model, tokenizer = load_smollm2()
+    return quality({"float32": model, "int8 float32": to_format(model, "int8", torch.float32)}, tokenizer, new_tokens)
