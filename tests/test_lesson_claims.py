@@ -1047,7 +1047,7 @@ def test_lesson14_the_int8_kernel_is_held_by_neither_of_its_roofs(decoding):
     first = _saved_run("bench_model.json")
     kern, roof, bandwidth = first["int8_kernel"], first["format_roofs"]["int8"], first["roofs"]["bandwidth_gb_s"]
     numbers = (f"{268_959_744 / (roof * 1e6):.1f}", f"{kern['int8_bytes'] / 1e6 / bandwidth:.1f}", f"{kern['int8_kernel_ms']:.1f}")
-    shown = printed(r"int8 kernel at its roofs: at least ([\d.]+) ms by arithmetic, ([\d.]+) ms by bytes; measured ([\d.]+)",
+    shown = printed(r"int8 kernel at its roofs \([\d.]+ GFLOP/s, [\d.]+ GB/s\): at least ([\d.]+) ms by arithmetic, ([\d.]+) ms by bytes; measured ([\d.]+)",
                     stored_text(decoding)).groups()
     assert shown == numbers and 2 * max(float(n) for n in numbers[:2]) < float(numbers[2])
     assert f"they allow {numbers[0]} ms for its arithmetic and {numbers[1]} for its bytes" in " ".join(prose(decoding, "en").split())
