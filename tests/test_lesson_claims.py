@@ -685,8 +685,8 @@ def _saved_run(name: str) -> dict:
     return json.loads((NOTEBOOKS.parent / "figures" / name).read_text(encoding="utf-8"))
 
 
-def _row(run: dict, fmt: str, phase: str = "decode") -> dict:
-    return next(r for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, 1, phase))
+def _row(run: dict, fmt: str, phase: str = "decode", batch: int = 1) -> dict:
+    return next(r for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, phase))
 
 
 def test_lesson14_the_loops_gap_on_both_machines(decoding):
@@ -1010,16 +1010,12 @@ def test_lesson14_bfloat16s_one_row_products_sit_right_of_its_ridge(decoding):
             f"实测是 {numbers[3]} 毫秒") in prose(decoding, "zh")
 
 
-def _batch_row(run: dict, fmt: str, batch: int) -> dict:
-    return next(r for r in run["timings"] if (r["format"], r["batch"], r["phase"]) == (fmt, batch, "decode"))
-
-
 def test_lesson14_each_added_sequence_costs_bfloat16_about_its_one_row_products(decoding):
     """Section 7's batch line, redone from the file: bfloat16's step grows by about its one-row products' time per added
     sequence (arithmetic grows with the rows), float32's by at most a few ms after batch 2; the prose reads the range and
     the bound in both languages, and says bfloat16 is the slower from batch 8, which the rows show."""
     first, batches = _saved_run("bench_model.json"), (1, 2, 4, 8, 16)
-    steps = {f: [_batch_row(first, f, b)["ms"] for b in batches] for f in ("bfloat16", "float32")}
+    steps = {f: [_row(first, f, batch=b)["ms"] for b in batches] for f in ("bfloat16", "float32")}
     added = {f: [(t2 - t1) / (b2 - b1) for t1, t2, b1, b2 in zip(ms, ms[1:], batches, batches[1:])] for f, ms in steps.items()}
     shown = printed(r"costs a step: bfloat16 ([\d., ]+) ms; float32 ([\d., ]+) ms", stored_text(decoding)).groups()
     assert shown == tuple(", ".join(f"{v:.1f}" for v in added[f]) for f in ("bfloat16", "float32"))
@@ -1038,7 +1034,7 @@ def test_lesson14_int8_batches_against_its_kernel_roof_and_its_bfloat16_table(de
     less, and its bfloat16 table (49,152 × 576) alone needs at batch 16 its FLOPs over bfloat16's roof."""
     first = _saved_run("bench_model.json")
     roofs = first["format_roofs"]
-    shares = [_batch_row(first, "int8", b)["flops"] / _batch_row(first, "int8", b)["ms"] / 1e6 / roofs["int8"] for b in (4, 8, 16)]
+    shares = [_row(first, "int8", batch=b)["flops"] / _row(first, "int8", batch=b)["ms"] / 1e6 / roofs["int8"] for b in (4, 8, 16)]
     table_ms = 2 * 49152 * 576 * 16 / (roofs["bfloat16"] * 1e6)
     line = printed(r"int8 steps at batch 4, 8, 16: (\d+)%, (\d+)%, (\d+)% of its kernel's roof; at batch 16 its bfloat16 table "
                    r"alone needs at least ([\d.]+) ms", stored_text(decoding)).groups()
@@ -1078,3 +1074,33 @@ def test_lesson14_weight_rounding_against_bfloat16_arithmetic_from_the_saved_row
     assert f"最大 logit 差就有 {alone:.2f}，占了 int8 加上 bfloat16 运算之后 {both:.2f} 的大半" in prose(decoding, "zh")
     assert f"教师强制一致率在 {low} 到 {high} 之间" in prose(decoding, "zh")
     printed(rf"int8 weights, float32 arithmetic +{agree[0][:-1]}% +{alone:.2f} ", stored_text(decoding))
+
+
+def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding):
+    """Section 7: a second sequence costs int8's step far less than its kernel's one-row time (section 6's printed rows,
+    43.1 → 49.8), so at least the difference is paid once per weight read; bfloat16's second sequence costs about its
+    products; the estimate and the steps' difference point the same way. Redone from the file, read in both languages."""
+    first = _saved_run("bench_model.json")
+    int8 = [round(_row(first, "int8", batch=b)["ms"], 1) for b in (1, 2)]
+    added, kernel = f"{int8[1] - int8[0]:.1f}", first["int8_kernel"]["int8_kernel_ms"]
+    bf16_added = f"{_row(first, 'bfloat16', batch=2)['ms'] - _row(first, 'bfloat16', batch=1)['ms']:.1f}"
+    fixed = kernel - float(added)
+    assert fixed > 0.5 * kernel and round(fixed) == 11  # "at least about 11 of the kernel's 18.0 ms"
+    english = " ".join(prose(decoding, "en").split())
+    assert (f"a second sequence added only {added} ms to int8's step (section 6's line, {int8[0]} → {int8[1]}) against "
+            f"{bf16_added} to bfloat16's, so at least about 11 of the kernel's {kernel:.1f} ms") in english
+    assert f"int8 的一步只多 {added} 毫秒（第 6 节那一行，{int8[0]} → {int8[1]}），bfloat16 却多 {bf16_added} 毫秒" in prose(decoding, "zh")
+    kern, table = first["int8_kernel"], 49152 * 576 * 2  # the int8 model's own products at the kernels' rates, as section 7 prints
+    own = ((_row(first, "int8")["weight_bytes"] - table) / (kern["int8_bytes"] / kern["int8_kernel_ms"])
+           + table / (kern["bfloat16_bytes"] / kern["bfloat16_linear_ms"]))
+    steps = [kern["bfloat16_linear_ms"] - own, _row(first, "bfloat16")["ms"] - _row(first, "int8")["ms"]]
+    assert all(v > 0 for v in steps)  # "the same direction": int8 under bfloat16 in both
+
+
+def test_lesson14_section_8_prints_the_second_machines_q4_split_it_reads(decoding):
+    second = _saved_run("bench_model_bf16_cpu.json")
+    products, step = _row(second, "matmul floor q4")["ms"], _row(second, "q4")["ms"]
+    assert printed(r"the second machine: q4's products alone ([\d.]+) ms of its ([\d.]+) ms step", stored_text(decoding)).groups() == (
+        f"{products:.1f}", f"{step:.1f}")
+    assert f"they took {products:.1f} ms of its {step:.1f} ms step (the last line)" in " ".join(prose(decoding, "en").split())
+    assert f"{step:.1f} 毫秒的一步里乘法占 {products:.1f} 毫秒（最后一行）" in prose(decoding, "zh")
