@@ -1104,3 +1104,25 @@ def test_lesson14_section_8_prints_the_second_machines_q4_split_it_reads(decodin
         f"{products:.1f}", f"{step:.1f}")
     assert f"they took {products:.1f} ms of its {step:.1f} ms step (the last line)" in " ".join(prose(decoding, "en").split())
     assert f"{step:.1f} 毫秒的一步里乘法占 {products:.1f} 毫秒（最后一行）" in prose(decoding, "zh")
+
+
+def test_lesson14_the_summary_gives_the_issues_two_answers(decoding):
+    """The summary's two answers, redone from the file: int8 about even with bfloat16 (its kernel's once-per-weight part at
+    least about 11 ms), and bfloat16 slower from batch 8 (its own compute roof 0.13 of float32's, about 20 ms per added
+    sequence); plus section 5's control, the second machine's growth per token against its bytes, read in both languages."""
+    first, second = _saved_run("bench_model.json"), _saved_run("bench_model_bf16_cpu.json")
+    roofs = first["format_roofs"]
+    added = [(_row(first, "bfloat16", batch=b)["ms"] - _row(first, "bfloat16", batch=a)["ms"]) / (b - a)
+             for a, b in ((1, 2), (2, 4), (4, 8), (8, 16))]
+    assert all(abs(v - 20) < 2.5 for v in added)  # "about 20 ms"
+    eight = (f"{_row(first, 'bfloat16', batch=8)['ms']:.1f}", f"{_row(first, 'float32', batch=8)['ms']:.1f}")
+    fixed = first["int8_kernel"]["int8_kernel_ms"] - (round(_row(first, "int8", batch=2)["ms"], 1) - round(_row(first, "int8")["ms"], 1))
+    english = " ".join(prose(decoding, "en").split())
+    assert f"bfloat16's is {roofs['bfloat16'] / roofs['float32']:.2f} of float32's" in english and round(fixed) == 11
+    assert f"from batch 8 it is slower than float32 ({eight[0]} against {eight[1]} ms)" in english
+    assert f"从批大小 8 起反而比 float32 慢（{eight[0]} 对 {eight[1]} 毫秒）" in prose(decoding, "zh")
+    lengths = {r["length"]: r["decode_ms"] for r in second["rows"] if (r["weights"], r["batch"]) == ("float32", 1)}
+    per_token = f"{1e3 * (lengths[512] - lengths[32]) / 480:.1f}"
+    token_us = f"{1e6 * 2 * 30 * 3 * 64 * 4 / (second['roofs']['bandwidth_gb_s'] * 1e9):.1f}"  # a token's float32 keys and values
+    assert f"grew {per_token} µs per added token against {token_us} µs for its bytes (the last line)" in english
+    assert f"每多一个词元多 {per_token} 微秒，按屋顶读它的字节只要 {token_us} 微秒（最后一行）" in prose(decoding, "zh")
