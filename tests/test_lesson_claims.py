@@ -962,8 +962,9 @@ def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(
     quality = [run["quality"] for run in (first, _saved_run("bench_model_bf16_cpu.json"))]  # the summary's quality clause
     agreements = [q[f]["teacher_forced_agreement"] for q in quality for f in ("bfloat16", "int8", "q4")]
     changes = [abs(q[f]["perplexity"] / q["float32"]["perplexity"] - 1) for q in quality for f in ("bfloat16", "int8", "q4")]
-    assert {f"{a:.0%}" for a in agreements} <= {"97%", "98%"} and max(changes) < 0.005
-    assert "teacher-forced agreement of 97% to 98% with float32, perplexity within half a percent" in " ".join(prose(decoding, "en").split())
+    assert {f"{a:.0%}" for a in agreements} <= {"97%", "98%"} and f"{max(changes):.1%}" == "0.3%"  # "within about 0.3%"
+    assert "teacher-forced agreement of 97% to 98% with float32, perplexity within about 0.3%" in " ".join(prose(decoding, "en").split())
+    assert "困惑度相差最多约 0.3%" in prose(decoding, "zh")
 
 
 def test_lesson14_int8_products_with_the_table_kept_in_bfloat16(decoding):
