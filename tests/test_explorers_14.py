@@ -99,7 +99,7 @@ def test_a_gpu_drawn_on_the_same_axes_has_its_datasheet_roofs():
     assert xs[1] == pytest.approx(989 / 3.35)  # its ridge: 295 FLOPs per byte
     assert list(ys) == pytest.approx([0.05 * 3350, 989e3, 989e3])  # GB/s × FLOPs/byte, then flat at the ridge and beyond
     plt.close("all")
-    for bad in ((3.35,), (0, 989), (3.35, float("nan")), [3.35, 989]):
+    for bad in ((3.35,), (0, 989), (3.35, float("nan")), [3.35, 989], (True, 989)):
         with pytest.raises(ValueError, match="TB/s, TFLOP/s"):
             lesson14.draw_roofline(SAVED, gpu=bad)
     plt.close("all")

@@ -1089,7 +1089,7 @@ def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding
     assert fixed > 0.5 * kernel and round(fixed) == 11  # "at least about 11 of the kernel's 18.0 ms"
     english = " ".join(prose(decoding, "en").split())
     assert (f"a second sequence added only {added} ms to int8's step (section 6's line, {int8[0]} → {int8[1]}) against "
-            f"{bf16_added} to bfloat16's, so at least about 11 of the kernel's {kernel:.1f} ms") in english
+            f"{bf16_added} to bfloat16's, so by this estimate across two loops at least about 11 of the kernel's {kernel:.1f} ms") in english
     assert f"int8 的一步只多 {added} 毫秒（第 6 节那一行，{int8[0]} → {int8[1]}），bfloat16 却多 {bf16_added} 毫秒" in prose(decoding, "zh")
     kern, table = first["int8_kernel"], 49152 * 576 * 2  # the int8 model's own products at the kernels' rates, as section 7 prints
     own = ((_row(first, "int8")["weight_bytes"] - table) / (kern["int8_bytes"] / kern["int8_kernel_ms"])

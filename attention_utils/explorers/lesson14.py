@@ -92,7 +92,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
 def _draw_gpu_roofs(ax, gpu: tuple[float, float]) -> None:
     """A datasheet GPU's bandwidth and compute roofs, dotted: where a batch of decode steps would have to go on it."""
     if (not isinstance(gpu, tuple) or len(gpu) != 2
-            or not all(isinstance(v, (int, float)) and 0 < v < float("inf") for v in gpu)):
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf") for v in gpu)):
         raise ValueError(bilingual(f"gpu must be (TB/s, TFLOP/s), two positive numbers such as (3.35, 989), got {shown(gpu)}.",
                                    f"gpu 必须是 (TB/s, TFLOP/s)，两个正数，例如 (3.35, 989)，实际是 {shown(gpu, True)}。"))
     tb_s, tflop_s = gpu
