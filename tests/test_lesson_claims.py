@@ -314,6 +314,14 @@ def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
         text = prose(decoding, language)
         for number in (speed, q4_bytes, llama, slower, f"{q4_mb:.0f} MB", float32_ratio):  # q4's and float32's times: printed just above
             assert number in text, (language, number)
+    rests = []  # "the rest" of each line: its measured time less its bytes' time, as the two are printed
+    for name in ("float32", "q4"):
+        measured, from_bytes, rest = printed(rf"{name} +\d+ MB of weights; measured +([\d.]+) ms, from its bytes +([\d.]+) ms "
+                                             r"\([\d.]+x\); the rest +([\d.]+) ms", outputs).groups()
+        assert f"{float(measured) - float(from_bytes):.1f}" == rest
+        rests.append(rest)
+    assert f"the rest only from {rests[0]} to {rests[1]} ms" in " ".join(prose(decoding, "en").split())
+    assert f"其余的部分却只从 {rests[0]} 毫秒降到 {rests[1]} 毫秒" in prose(decoding, "zh")
 
 
 def test_lesson14_compiled_steps_as_the_saved_run_measured_them(decoding):
@@ -941,7 +949,7 @@ def test_lesson14_float32s_own_step_jumps_from_one_row_to_two(decoding):
 
 def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(decoding):
     """Section 6: most of float32's batch-2 jump is in its products (differences of the printed rows); the summary:
-    bfloat16's products alone ran 2.4 times as fast as float32's, yet the rest of its step grew (exercise 1's subtraction)."""
+    bfloat16's products alone ran 2.4 times as fast as float32's, yet the rest of its step did not shrink with its bytes."""
     first = _saved_run("bench_model.json")
     ms = {(r["format"], r["batch"]): r["ms"] for r in first["timings"] if r["phase"] == "decode"}
     step_jump = round(ms[("float32", 2)], 1) - round(ms[("float32", 1)], 1)
