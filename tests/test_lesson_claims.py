@@ -208,7 +208,7 @@ def test_lesson15_weights_and_cache_shares(caches):
 def test_lesson14_kernel_rows_and_the_bench_profile(decoding):
     """Section 7: both kernels read well below the bandwidth roof, bfloat16's roof is below float32's; section 4: mm most."""
     outputs = stored_text(decoding)
-    bandwidth = _number(r"the bandwidth roof: ([\d.]+) GB/s", outputs)
+    bandwidth = _number(r"  bandwidth: ([\d.]+) GB/s; matmul", outputs)
     for name in ("int8 kernel", "bfloat16 F.linear"):
         assert _number(rf"{name}\s*: +[\d.]+ ms for +\d+ MB, +([\d.]+) GB/s", outputs) < 0.75 * bandwidth  # "well below"
     float32, bfloat16 = (_number(rf"{name} ([\d.]+)", printed(r"compute roofs[^\n]*", outputs)[0]) for name in ("float32", "bfloat16"))
@@ -267,8 +267,8 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     apart = printed(r"73.9 ms in lesson 13's loop, [\d.]+ ms in section 3's \(\+([\d.]+)\)", outputs)[1]
     assert float(apart) > float(measured)  # "more than the step's whole growth from T = 32 to 512"
     assert apart == f"{first[128] - _row(_saved_run('bench_model.json'), 'float32')['ms']:.1f}"  # by hand from the file
-    assert "timed the step at T = 128 in 73.9 ms where section 3's loop, in the same run, took 62.9" in prose(decoding, "en").replace("\n", " ")
-    assert "它测得 T = 128 的一步是 73.9 毫秒，而同一次运行里第 3 节的那个循环测得 62.9 毫秒" in prose(decoding, "zh")
+    assert f"These rows come from lesson 13's loop, {apart} ms slower on the same step than section 3's" in prose(decoding, "en").replace("\n", " ")
+    assert f"这几行来自第 13 课的那个循环，在同一个一步上比第 3 节的循环多用 {apart} 毫秒" in prose(decoding, "zh")
     row = next(r for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
     at_roof = 1e3 * (row["weight_bytes"] + row["cache_bytes"]) / (_saved_run("bench_model.json")["roofs"]["bandwidth_gb_s"] * 1e9)
     by_hand = (at_roof / (row["prefill_ms"] / 128), row["decode_ms"] / at_roof)  # section 3's two factors with lesson 13's loop
@@ -376,7 +376,7 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     outputs = stored_text(decoding)
     assert 0.3 < 1 / _number(r"float32 +\d+ MB of weights; measured +[\d.]+ ms, from its bytes +[\d.]+ ms \(([\d.]+)x\)", outputs) < 0.4  # "a third"
     assert 3.8 < _number(r"int8 \d+ MB in all, 1/([\d.]+) of float32's", outputs) < 4.2  # "about a quarter"
-    roof = _number(r"the bandwidth roof: ([\d.]+) GB/s", outputs)
+    roof = _number(r"  bandwidth: ([\d.]+) GB/s; matmul", outputs)
     assert 0.4 < _number(r"float32 matmul floor: +[\d.]+ ms for +\d+ MB, +([\d.]+) GB/s", outputs) / roof < 0.6  # "about half"
     pairs = re.findall(r"(\w+) (\d+)% / (\d+)%", printed(r"free-running agreement, first machine / second: [^\n]*", outputs)[0])
     kept = re.findall(r"(\w+) (\d+)% / (\d+)%", printed(r"positions before the first difference: [^\n]*", outputs)[0])
@@ -872,6 +872,20 @@ def test_lesson14_the_products_alone_take_as_long_on_both_machines(decoding):
         assert all(v in prose(decoding, language) for v in found), language
 
 
+def test_lesson14_the_stored_live_ridge_against_the_bench_as_section_1_reads_it(decoding):
+    """Section 1: the live line comparing this machine's roofs with the bench's is consistent with the two roofs printed
+    (ridge ratio = matmul ratio / read ratio), and, as stored from the third machine, its read gained more than its
+    matmul, so its ridge sits below the bench's: the prose's 'as on the third machine'."""
+    outputs = stored_text(decoding)
+    read, matmul, ridge = (float(v) for v in printed(
+        r"against the bench's roofs: your read ([\d.]+)x, your matmul ([\d.]+)x, your ridge ([\d.]+)x", outputs).groups())
+    live_read, live_matmul = _number(r"read 256 MiB: ([\d.]+) GB/s", outputs), _number(r"float32 matmul: ([\d.]+) GFLOP/s", outputs)
+    roofs = _saved_run("bench_model.json")["roofs"]
+    assert read == pytest.approx(live_read / roofs["bandwidth_gb_s"], abs=0.01) and ridge == pytest.approx(matmul / read, abs=0.01)
+    assert matmul == pytest.approx(live_matmul / roofs["matmul_gflop_s"], abs=0.01) and read > matmul and ridge < 1
+    assert "as on the third machine when this lesson was stored" in " ".join(prose(decoding, "en").split())
+
+
 def test_lesson14_the_stored_live_control_and_profile_as_the_text_reads_them(decoding):
     """Section 4 reads two stored live outputs loosely: the fixed-cache control's two eager lines within 5% of each other,
     and the live profile's share of the products larger than the saved 71% (a re-execution that breaks either fails here)."""
@@ -960,7 +974,7 @@ def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(
     bf16_products, f32_products = first["int8_kernel"]["bfloat16_linear_ms"], ms[("matmul floor", 1)]  # two loops of the run
     faster = f"{f32_products / bf16_products:.1f}"
     assert f"ran {faster} times as fast as float32's" in " ".join(prose(decoding, "en").split())  # a wrapped list item
-    assert f"单独计时的乘法速度仍是 float32 的 {faster} 倍" in prose(decoding, "zh")
+    assert f"单独计时的乘法速度是 float32 的 {faster} 倍" in prose(decoding, "zh")
     # "the rest of its step did not shrink with its bytes", across two loops: it holds even with bfloat16's products as many
     # ms slower in the step's loop as the same float32 step was between the run's two loops (73.9 against 62.9 ms)
     loop_gap = next(r["decode_ms"] for r in first["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128)) - ms[("float32", 1)]
@@ -1099,7 +1113,10 @@ def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding
     assert fixed > 0.5 * kernel and round(fixed) == 11  # "at least about 11 of the kernel's 18.0 ms"
     english = " ".join(prose(decoding, "en").split())
     assert f"a second sequence added only {added} ms to int8's step (its printed rows, {int8[0]} → {int8[1]})" in english
-    assert f"so by this estimate across two loops at least about 11 of the kernel's {kernel:.1f} ms is paid once per weight read" in english
+    assert f"so by this estimate across two loops at least about 11 of the kernel's {kernel:.1f} ms ({kernel:.1f} − {added}) is paid once per weight read" in english
+    at_roof = first["int8_kernel"]["int8_bytes"] / 1e6 / first["roofs"]["bandwidth_gb_s"]  # its bytes at the bandwidth roof, ms
+    assert round(fixed - at_roof) == 6 and f"Its bytes at the roof take {at_roof:.1f} ms of that; the rest, at least about 6 ms" in english
+    assert f"其中按屋顶读字节占 {at_roof:.1f} 毫秒；其余至少约 6 毫秒" in prose(decoding, "zh")
     assert f"int8 的一步只多 {added} 毫秒（按第 6 节打印的 {int8[0]} → {int8[1]} 相减）" in prose(decoding, "zh")
     assert float(bf16_added) > 2 * float(added)  # bfloat16's second sequence costs it far more: the contrast the bfloat16 paragraph reads
     assert f"where a second sequence cost int8's step {added}" in english and f"而 int8 多一条序列只多 {added} 毫秒" in prose(decoding, "zh")
@@ -1111,10 +1128,10 @@ def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding
 
 
 def test_lesson14_bfloat16s_rest_outside_its_products_on_both_machines(decoding):
-    """Section 7's last line, redone from both files: at batch 1, bfloat16's step minus its one-row products against float32's
+    """The appendix's line for section 7, redone from both files: at batch 1, bfloat16's step minus its one-row products against float32's
     step minus the matmul floor. On the first machine the difference is smaller than the gap between two loops of the same
     run on one float32 step (so the text reads only 'did not shrink with its bytes'); on the second, with bfloat16
-    instructions, the two rests are within a ms. Read in both languages and in the summary."""
+    instructions, the two rests are within a ms. Read in both languages."""
     runs = [_saved_run(name) for name in ("bench_model.json", "bench_model_bf16_cpu.json")]
     rests = [(_row(r, "bfloat16")["ms"] - r["int8_kernel"]["bfloat16_linear_ms"], _row(r, "float32")["ms"] - _row(r, "matmul floor")["ms"])
              for r in runs]
@@ -1126,13 +1143,12 @@ def test_lesson14_bfloat16s_rest_outside_its_products_on_both_machines(decoding)
     assert rests[0][0] - rests[0][1] < loop_gap  # "two loops of one run disagreed by more"
     assert rests[0][0] - rests[0][1] > 5 * abs(rests[1][0] - rests[1][1])  # the excess shows on the first machine only
     english = " ".join(prose(decoding, "en").split())
-    assert (f"outside its products it left {shown[0]} ms against float32's {shown[1]} (the last line). Two loops of one run disagreed "
+    assert (f"Outside its products bfloat16's step left {shown[0]} ms against float32's {shown[1]}. Two loops of one run disagreed "
             f"by more, {loop_gap:.1f} ms on the same float32 step") in english
     assert f"which has bfloat16 instructions, the two were {shown[2]} and {shown[3]} ms" in english
-    assert f"({shown[0]} ms outside its products against float32's {shown[1]}; on the second machine, which has bfloat16 instructions, {shown[2]} against {shown[3]};" in english
     chinese = prose(decoding, "zh")
-    assert f"它的一步剩 {shown[0]} 毫秒，float32 剩 {shown[1]} 毫秒（最后一行）" in chinese and f"（{loop_gap:.1f} 毫秒，第 5 节）还小" in chinese
-    assert f"这两个数是 {shown[2]} 和 {shown[3]} 毫秒" in chinese and f"乘法之外剩 {shown[0]} 毫秒，float32 剩 {shown[1]}；在有 bfloat16 指令的第二台机器上是 {shown[2]} 对 {shown[3]}" in chinese
+    assert f"乘法之外，bfloat16 的一步剩 {shown[0]} 毫秒，float32 剩 {shown[1]} 毫秒" in chinese and f"（{loop_gap:.1f} 毫秒，见附录“第 3 节补充”）还小" in chinese
+    assert f"这两个数是 {shown[2]} 和 {shown[3]} 毫秒" in chinese
 
 
 def test_lesson14_section_8_prints_the_second_machines_q4_split_it_reads(decoding):

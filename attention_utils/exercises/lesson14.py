@@ -295,7 +295,7 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"{first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), "
              f"{second_ms / bounds[1]:.1f} times the second "
              "machine's bound. That bears on the second machine's kernel, another bfloat16 path, not on the first machine's: it "
-             "shows that roofs measured with large products do not predict one-row kernels. On the first machine itself the "
+             "shows that roofs measured with large products need not predict one-row kernels. On the first machine itself the "
              f"one-row products took {first_ms:.1f} ms against the {bounds[0]:.1f} of the arithmetic bound, which fits the reading, "
              "and section 7's batches confirm it: each added sequence costs the step about as much as these products.",
              f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以批大小 1 的 bfloat16 一步"
@@ -303,7 +303,7 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
              f"穿过的正是一个屋顶线模型认为受算力限制的点。到了第二台机器上，它们受带宽限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 "
              f"{predicted:.2f} 倍。基准测试实测只是 {first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
              f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍。这说的是第二台机器的内核，它走的是另一条 bfloat16 路径，说明不了第一台："
-             "它说明的是，用大矩阵乘法测出的屋顶预测不了只乘一个向量的内核。在第一台机器上，只乘一个向量的乘法用了 "
+             "它说明的是，用大矩阵乘法测出的屋顶未必能预测只乘一个向量的内核。在第一台机器上，只乘一个向量的乘法用了 "
              f"{first_ms:.1f} 毫秒，算力下限是 {bounds[0]:.1f} 毫秒，与“受算力限制”的判断相符；第 7 节的批次也印证了它：每多一条序列，一步多花的时间和这些乘法差不多。")
 
 

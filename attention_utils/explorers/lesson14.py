@@ -46,13 +46,15 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
     ridge = roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
     xs = [0.05, ridge, 2000.0]
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
-            label=text("roofs measured in this bench run", "这次基准测试测得的屋顶"))
+            label=text(f"roofs measured in this bench run (float32 matmul, {roofs['matmul_n']:,}²)",
+                       f"这次基准测试测得的屋顶（float32 矩阵乘法，{roofs['matmul_n']:,} × {roofs['matmul_n']:,}）"))
+    side = results.get("format_roofs", {}).get("n", 0)  # the formats' roofs come from products of this side
     for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
         if fmt in ("bfloat16", "int8") and fmt in drawn:
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
             ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
-                    label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'})",
-                               f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}）"))
+                    label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'}, {side:,}²)",
+                               f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}，{side:,} × {side:,}）"))
     if gpu is not None:
         _draw_gpu_roofs(ax, gpu)
     for fmt in (*shown_formats, *(["matmul floor"] if "matmul floor" in drawn else [])):
