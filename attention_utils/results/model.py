@@ -51,7 +51,7 @@ ROW_FIELDS = ("flops", "weight_bytes", "cache_bytes", "ms")  # what roofline_poi
 TRANSFORMERS = "transformers float32"  # `make bench` writes its rows only where transformers is installed
 COMPILED_ROWS = ("float32 compiled", "q4 compiled")  # torch.compile's steps, from 2026-11-29's bench on, where g++ is at hand
 LEFT_ROWS = ("float32 weights-left", "float32 weights-left compiled", "matmul floor weights-left")  # W @ x.T products
-TARGETS = {"floor": 0.8, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
+TARGETS = {"floor": 0.9, "transformers": 1.1, "best_format": 2.0, "batch8": 4.0, "agreement": 0.9, "perplexity": 0.02}
 
 
 @reads("SAVED_MODEL", "timings", "format")
@@ -110,12 +110,12 @@ def model_verdicts(results: dict) -> dict:
 
 @reads("SAVED_MODEL", "timings", "format")
 def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
-    """One line per target of issue 25: what was measured, the target, ✅ or ❌."""
+    """One line per target of issue 25 (the floor's as issue 41 raised it): what was measured, the target, ✅ or ❌."""
     v = model_verdicts(results)
     m, ok = v["measured"], {key: "✅" if passed else "❌" for key, passed in v["passes"].items()}
     if m["transformers"] is None:  # not measured: say so instead of a number
         ok["transformers"], m["transformers"] = "➖", math.nan
-    en = [f"{ok['floor']} float32 step at {m['floor']:.2f} of its matmul floor's speed (target ≥ 0.8)",
+    en = [f"{ok['floor']} float32 step at {m['floor']:.2f} of its matmul floor's speed (issue 41's target ≥ 0.9)",
           f"{ok['transformers']} float32 step {m['transformers']:.2f}× as fast as transformers (target ≥ 1.1×)",
           f"{ok['best_format']} {v['best']} decodes {m['best_format']:.2f}× as fast as float32 (target ≥ 2×)",
           f"{ok['batch8']} batch {v['batch']} gives {m['batch8']:.2f}× batch 1's tokens per second (target ≥ 4×)",
@@ -124,7 +124,7 @@ def model_verdict_lines(results: dict, language: str = "en") -> list[str]:
           f"{ok['teacher_forced']} {v['best']}: {m['teacher_forced']:.0%} of next-token picks equal float32's along "
           "float32's text (target ≥ 90%)",
           f"{ok['perplexity']} {v['best']}: perplexity {m['perplexity']:+.1%} against float32 (target within ±2%)"]
-    zh = [f"{ok['floor']} float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍（目标 ≥ 0.8）",
+    zh = [f"{ok['floor']} float32 一步解码的速度是矩阵乘法下限的 {m['floor']:.2f} 倍（第 41 号议题的目标 ≥ 0.9）",
           f"{ok['transformers']} float32 一步解码的速度是 transformers 的 {m['transformers']:.2f} 倍（目标 ≥ 1.1）",
           f"{ok['best_format']} {v['best']} 的解码速度是 float32 的 {m['best_format']:.2f} 倍（目标 ≥ 2）",
           f"{ok['batch8']} 批大小 {v['batch']} 每秒生成的词元数是批大小 1 的 {m['batch8']:.2f} 倍（目标 ≥ 4）",
