@@ -62,6 +62,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
                        key=lambda r: r["batch"])
         points = [roofline_point(r) for r in steps]
         ax.plot([p["intensity"] for p in points], [p["gflop_s"] for p in points], marker="o", color=COLOURS[fmt],
+                zorder=1.8 if fmt == "matmul floor" else 2.2,  # the formats' points over the floor's, where they coincide
                 label=text(f"decode, {fmt}, batch {steps[0]['batch']}–{steps[-1]['batch']}",
                            f"解码，{SHOWN_ZH.get(fmt, fmt)}，批大小 {steps[0]['batch']}–{steps[-1]['batch']}"))
     for row in (r for r in results["timings"] if r["phase"] == "prefill" and r["format"] in shown_formats):
