@@ -981,13 +981,6 @@ def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(
     assert loop_gap > 5 and ms[("bfloat16", 1)] - (bf16_products + loop_gap) > 0.5 * (ms[("float32", 1)] - f32_products)
     assert "the rest of its step did not shrink with its bytes" in " ".join(prose(decoding, "en").split())
     assert "它一步里其余的时间没有随字节数一起缩短" in prose(decoding, "zh")
-    quality = [run["quality"] for run in (first, _saved_run("bench_model_bf16_cpu.json"))]  # the summary's quality clause
-    agreements = [q[f]["teacher_forced_agreement"] for q in quality for f in ("bfloat16", "int8", "q4")]
-    changes = [abs(q[f]["perplexity"] / q["float32"]["perplexity"] - 1) for q in quality for f in ("bfloat16", "int8", "q4")]
-    assert {f"{a:.0%}" for a in agreements} <= {"97%", "98%"} and f"{max(changes):.1%}" == "0.3%"  # "within about 0.3%"
-    assert ("they pick float32's next token 97% to 98% of the time, and perplexity changes by at most about 0.3%"
-            in " ".join(prose(decoding, "en").split()))
-    assert "有 97% 到 98% 与 float32 相同，困惑度相差最多约 0.3%" in prose(decoding, "zh")
 
 
 def test_lesson14_int8_products_with_the_table_kept_in_bfloat16(decoding):
