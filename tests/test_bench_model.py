@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from attention_utils import results
+from attention_utils.inference.weight_formats import to_format
 from attention_utils.models import q4_weights
 from attention_utils.course.bench import model_decode, model_formats, model_kernels, model_report
 
@@ -365,3 +366,22 @@ def test_the_saved_quality_split_measures_what_the_quality_rows_measure():
     for key in ("prompts", "new_tokens", "text_tokens"):
         assert split["quality"]["int8 float32"][key] == first["quality"]["int8"][key], key
     assert split["quality"]["float32"]["largest_logit_difference"] == 0.0  # the reference against itself
+
+
+def test_the_kernel_rows_time_two_rows_profile_bfloat16_and_attention_at_each_length(smollm2):
+    """The rows a rerun adds for lesson 14: each kernel at one row and at two in one loop, a profile of bfloat16's steps,
+    and attention's own time a step at each of lesson 13's lengths (every operator's beside it)."""
+    model, _ = smollm2
+    torch.set_num_threads(1)
+    workload = model_decode.ModelWorkload(lengths=(8, 24), calls=1, formats=("float32",), batches=(1,), format_length=8)
+    matrices = [p for p in model.parameters() if p.dim() == 2]
+    prompt = model_decode.prompt_ids(8, 1, model.config.vocab_size)
+    with torch.inference_mode():
+        found = model_formats.kernels(model, matrices, prompt, workload, to_format(model, "bfloat16"))
+    two = found["int8_kernel"]["two_rows"]
+    assert set(two) == {"int8_kernel_ms", "bfloat16_linear_ms"} and min(two.values()) > 0
+    assert 0 < found["profile_bfloat16"]["matmul_share"] < 1 and found["profile_bfloat16"]["threads"] == 1
+    rows = found["attention_by_length"]["by_length"]
+    assert set(rows) == {"8", "24"}  # JSON keys: the lengths as text
+    for row in rows.values():
+        assert 0 < row["attention_ms"] < row["all_operators_ms"]

@@ -46,8 +46,8 @@ from ...inference.weight_formats import to_format, weight_bytes
 from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
 from ...models.q4_weights import Q4Linear, kernel_path, to_q4
-from .model_kernels import (alternate, format_roofs, int8_against_bfloat16, profile_step, quartiles, seconds, thread_rows,
-                            timed_rounds)
+from .model_kernels import (alternate, attention_by_length, format_roofs, int8_against_bfloat16, profile_step, quartiles,
+                            seconds, thread_rows, timed_rounds)
 
 # Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
 # so the weight formats and the caches stand on one picture.
@@ -201,7 +201,7 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
                          "flops": cost.flops - cost.attention_flops if name.startswith(FLOOR) else cost.flops,  # floors: products only
                          "weight_bytes": held, "cache_bytes": cache}
                         | ({"quartiles_ms": quartiles(decode_rounds[name, batch])} if phase == "decode" else {}))
-    found.update(kernels(model, matrices, prompt, workload))
+    found.update(kernels(model, matrices, prompt, workload, models.get("bfloat16")))
     found["int8_kernel"]["bandwidth_gb_s"] = found["roofs"]["bandwidth_gb_s"]  # the roof its rows are read against
     found.update(timings=rows, weight_bytes=sizes, file_bytes=file_bytes, transformers_error=missing, kernel=kernel_path(),
                  llama_cpp="measured" if llama_cpp is not None else "not installed (pip install llama-cpp-python)",
@@ -210,13 +210,23 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
     return found
 
 
-def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.Tensor, workload) -> dict:
-    """Lesson 14's kernel rows, in this process: a roof per format, int8's kernel alone, a profile of float32 steps."""
+def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.Tensor, workload,
+            bfloat16: torch.nn.Module | None = None) -> dict:
+    """Lesson 14's kernel rows, in this process: a roof per format, int8's kernel alone at one row and two, a profile
+    of float32 steps (and of bfloat16's, given its model), and attention's own time at each of lesson 13's lengths."""
+    from .model_decode import prompt_ids
+
     step, _ = package_step(model, prompt, 1)
     floors = {FLOOR: floor_step(matrices, 1), f"{FLOOR} {LEFT}": floor_step(matrices, 1, left=True)}
-    return {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
-            "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step),
-            "threads": thread_rows(floors, 256 * 2**20 if workload.calls > 2 else 64 * 2**20, workload.calls)}
+    by_length = {length: package_step(model, prompt_ids(length, 1, model.config.vocab_size), 1)[0]
+                 for length in workload.lengths}
+    found = {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
+             "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step),
+             "attention_by_length": attention_by_length(by_length),
+             "threads": thread_rows(floors, 256 * 2**20 if workload.calls > 2 else 64 * 2**20, workload.calls)}
+    if bfloat16 is not None:
+        found["profile_bfloat16"] = profile_step(package_step(bfloat16, prompt, 1)[0])
+    return found
 
 
 def compiled_step(model: torch.nn.Module, prompt: torch.Tensor, check_tokens: int = 16) -> tuple[Callable[[], None] | None, dict]:

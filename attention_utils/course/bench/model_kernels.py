@@ -2,10 +2,14 @@
 
 - format roofs: an n × n matmul in float32 and in bfloat16 (F.linear), and torch's int8 weight kernel on
   n bfloat16 rows against an n × n int8 matrix, each in GFLOP/s: the flat roof each format can reach;
-- int8 against bfloat16 at batch 1: every weight matrix of the model once, multiplied by one vector with
-  the int8 kernel alone and with a bfloat16 F.linear of the same shape, alternating; the sums in ms;
+- int8 against bfloat16: every weight matrix of the model once, multiplied by one vector and by two with
+  the int8 kernel alone and with a bfloat16 F.linear of the same shape, all four in one loop; the sums
+  in ms (what a second row adds is paid per row, the rest once per weight read);
 - a profile of a few float32 decode steps, taken here where the other timings are taken: the matrix
-  products' share of the steps' own CPU time and the operators that took the most;
+  products' share of the steps' own CPU time and the operators that took the most (and the same for
+  bfloat16's steps, where the bench has them);
+- attention by length: the float32 step profiled at each of lesson 13's prompt lengths, the lengths taking
+  turns: the attention kernel's own ms a step and every operator's, so a step's growth with T can be split;
 - threads: the batch-1 matmul floors and the bandwidth roof on one thread and on all of them, taking turns.
 """
 
@@ -91,20 +95,26 @@ def format_roofs(n: int, rounds: int) -> dict:
 
 
 def int8_against_bfloat16(matrices: list[torch.Tensor], rounds: int) -> dict:
-    """ms of every matrix times one vector: torch's int8 kernel alone against a bfloat16 F.linear of the same shapes."""
+    """ms of every matrix times one vector, and times two, in one loop: torch's int8 kernel alone against a bfloat16
+    F.linear of the same shapes (one row's times as before; two rows' under "two_rows")."""
     packed = [(*quantize_rows(w, torch.bfloat16), w.bfloat16()) for w in matrices]
-    vectors = {width: torch.randn(1, width).bfloat16() for width in {w.shape[1] for w in matrices}}
+    calls = {}
+    for rows in (1, 2):
+        vectors = {width: torch.randn(rows, width).bfloat16() for width in {w.shape[1] for w in matrices}}
 
-    def int8() -> None:
-        for values, scale, _ in packed:
-            torch._weight_int8pack_mm(vectors[values.shape[1]], values, scale.bfloat16())
+        def int8(vectors: dict = vectors) -> None:
+            for values, scale, _ in packed:
+                torch._weight_int8pack_mm(vectors[values.shape[1]], values, scale.bfloat16())
 
-    def bfloat16() -> None:
-        for _, _, weight in packed:
-            F.linear(vectors[weight.shape[1]], weight)
-    ms = alternate({"int8_kernel_ms": int8, "bfloat16_linear_ms": bfloat16}, rounds)
-    return ms | {"int8_bytes": sum(v.numel() + 2 * s.numel() for v, s, _ in packed),
-                 "bfloat16_bytes": sum(2 * w.numel() for *_, w in packed)}
+        def bfloat16(vectors: dict = vectors) -> None:
+            for _, _, weight in packed:
+                F.linear(vectors[weight.shape[1]], weight)
+        calls["int8_kernel_ms", rows], calls["bfloat16_linear_ms", rows] = int8, bfloat16
+    ms = alternate(calls, rounds)
+    names = ("int8_kernel_ms", "bfloat16_linear_ms")
+    return {name: ms[name, 1] for name in names} | {"two_rows": {name: ms[name, 2] for name in names},
+                                                     "int8_bytes": sum(v.numel() + 2 * s.numel() for v, s, _ in packed),
+                                                     "bfloat16_bytes": sum(2 * w.numel() for *_, w in packed)}
 
 
 def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
@@ -123,3 +133,23 @@ def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
     top = sorted(events, key=lambda event: event.self_cpu_time_total, reverse=True)[:rows]
     return {"repeats": repeats, "threads": 1, "matmul_share": matmul_share(events), "total_ms": total / 1e3,
             "operators": [{"name": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in top]}
+
+
+def attention_by_length(steps: dict[int, Callable[[], object]], turns: int = 3, repeats: int = 3) -> dict:
+    """For each prompt length T (a decode step against T cached tokens), on one thread, the lengths taking turns: the
+    medians over `turns` of SDPA's own ms a step and of every operator's, so the step's growth with T can be split."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    found = {length: {"attention_ms": [], "all_operators_ms": []} for length in steps}
+    try:
+        for _ in range(turns):
+            for length, step in steps.items():
+                events = profile_calls(step, repeats)
+                own = {event.key: event.self_cpu_time_total / repeats / 1e3 for event in events}
+                found[length]["attention_ms"].append(sum(ms for key, ms in own.items() if "scaled_dot_product" in key))
+                found[length]["all_operators_ms"].append(sum(own.values()))
+    finally:
+        torch.set_num_threads(threads)
+    return {"threads": 1, "turns": turns, "repeats": repeats,
+            "by_length": {str(length): {key: statistics.median(values) for key, values in row.items()}
+                          for length, row in found.items()}}
