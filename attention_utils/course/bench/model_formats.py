@@ -82,6 +82,11 @@ def repeat_cache(cache: KVCache, batch: int) -> KVCache:
     return cache
 
 
+def fixed_prompt(length: int) -> torch.Tensor:
+    """Token ids (1, length), the same every run: the prompt every row of lesson 14's part decodes after."""
+    return torch.randint(1000, 10000, (1, length), generator=torch.Generator().manual_seed(0))
+
+
 def package_step(model: torch.nn.Module, prompt: torch.Tensor, batch: int) -> tuple[Callable[[], None], KVCache]:
     """One decode step of `batch` sequences against a cache of the prompt, ready to call again and again."""
     cache = KVCache(model.config.num_layers)
@@ -158,7 +163,7 @@ def measure_formats(model: torch.nn.Module, tokenizer, workload) -> dict:
         reference, missing = load_reference(), None
     except (ImportError, OSError, ValueError) as error:
         reference, missing = None, f"transformers could not load the file: {error}"
-    prompt = torch.randint(1000, 10000, (1, length), generator=torch.Generator().manual_seed(0))
+    prompt = fixed_prompt(length)
     matrices = [p for p in model.parameters() if p.dim() == 2]  # every weight matrix once; the embedding is the output layer
     found = {"roofs": roofs(256 if workload.calls > 2 else 64, 2048 if workload.calls > 2 else 512)}
     decode, caches = {}, {}
@@ -214,12 +219,9 @@ def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.
             bfloat16: torch.nn.Module | None = None) -> dict:
     """Lesson 14's kernel rows, in this process: a roof per format, int8's kernel alone at one row and two, a profile
     of float32 steps (and of bfloat16's, given its model), and attention's own time at each of lesson 13's lengths."""
-    from .model_decode import prompt_ids
-
     step, _ = package_step(model, prompt, 1)
     floors = {FLOOR: floor_step(matrices, 1), f"{FLOOR} {LEFT}": floor_step(matrices, 1, left=True)}
-    by_length = {length: package_step(model, prompt_ids(length, 1, model.config.vocab_size), 1)[0]
-                 for length in workload.lengths}
+    by_length = {length: package_step(model, fixed_prompt(length), 1)[0] for length in workload.lengths}
     found = {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
              "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step),
              "attention_by_length": attention_by_length(by_length),
