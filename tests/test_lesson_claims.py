@@ -268,7 +268,7 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     assert float(apart) > float(measured)  # "more than the step's whole growth from T = 32 to 512"
     assert apart == f"{first[128] - _row(_saved_run('bench_model.json'), 'float32')['ms']:.1f}"  # by hand from the file
     assert f"These rows come from lesson 13's loop, {apart} ms slower on the same step than section 3's" in prose(decoding, "en").replace("\n", " ")
-    assert f"这几行来自第 13 课的那个循环，在同一个一步上比第 3 节的循环多用 {apart} 毫秒" in prose(decoding, "zh")
+    assert f"这几行来自第 13 课的那个循环，在同样的一步上比第 3 节的循环多用 {apart} 毫秒" in prose(decoding, "zh")
     row = next(r for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
     at_roof = 1e3 * (row["weight_bytes"] + row["cache_bytes"]) / (_saved_run("bench_model.json")["roofs"]["bandwidth_gb_s"] * 1e9)
     by_hand = (at_roof / (row["prefill_ms"] / 128), row["decode_ms"] / at_roof)  # section 3's two factors with lesson 13's loop

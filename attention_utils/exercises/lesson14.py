@@ -134,12 +134,12 @@ def check_int8_miss(reason: object) -> None:
         bf16_read = kernel["bfloat16_bytes"] / kernel["bfloat16_linear_ms"] / 1e6  # GB/s
         return feedback(True, f"The int8 kernel alone read its {kernel['int8_bytes'] / 1e6:.0f} MB at {read:.1f} GB/s, about half "
                         f"bfloat16's F.linear's {bf16_read:.1f}, so it took nearly as long for half the bytes "
-                        f"({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms): section 7 reads most of its time as "
-                        f"paid once per weight read. Option 1 does not hold: the {saved_steps()['int8'][0]:.0f} MB already "
+                        f"({kernel['int8_kernel_ms']:.1f} against {kernel['bfloat16_linear_ms']:.1f} ms); the appendix, for section 7, estimates "
+                        f"most of its time as paid once per weight read. Option 1 does not hold: the {saved_steps()['int8'][0]:.0f} MB already "
                         "count the bfloat16 table. Option 3 is what the subtraction below tests.",
                         f"单独计时时，int8 内核读它的 {kernel['int8_bytes'] / 1e6:.0f} MB，速度只有 {read:.1f} GB/s，约为 bfloat16 "
                         f"的 F.linear（{bf16_read:.1f} GB/s）的一半，所以字节数只有一半，耗时却差不多（{kernel['int8_kernel_ms']:.1f} "
-                        f"毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）：第 7 节读出，它的时间大半是每读一遍权重付一次的。"
+                        f"毫秒对 {kernel['bfloat16_linear_ms']:.1f} 毫秒）；附录“第 7 节补充”估计，它的时间大半是每读一遍权重付一次的。"
                         f"选项 1 站不住：{saved_steps()['int8'][0]:.0f} MB 里已经算上了 bfloat16 的嵌入表。选项 3 对不对，下面的减法来检验。")
     if picked == "embedding":
         w8 = saved_steps()["int8"][0]

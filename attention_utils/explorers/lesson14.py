@@ -50,7 +50,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
                        f"这次基准测试测得的屋顶（float32 矩阵乘法，{roofs['matmul_n']:,} × {roofs['matmul_n']:,}）"))
     side = results.get("format_roofs", {}).get("n", 0)  # the formats' roofs come from products of this side
     for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
-        if fmt in ("bfloat16", "int8") and fmt in drawn:
+        if fmt in drawn and fmt in ("bfloat16", "int8") or fmt == "float32" and drawn & {"bfloat16", "int8"}:  # float32's beside theirs
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
             ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
                     label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'}, {side:,}²)",
