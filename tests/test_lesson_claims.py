@@ -254,6 +254,11 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     other = [r for r in _saved_run("bench_model_bf16_cpu.json")["rows"] if (r["weights"], r["batch"]) == ("float32", 1)]
     lengths = {r["length"]: r["decode_ms"] for r in other}
     assert float(other_per_token) == pytest.approx(1e3 * (lengths[512] - lengths[32]) / 480, abs=0.05)  # by hand from the file
+    other_halves = printed(r"the second machine, T = 32 to 512: [^\n]*; its halves ([\d.]+) and ([\d.]+) µs", outputs).groups()
+    by_hand_other = (1e3 * (lengths[128] - lengths[32]) / 96, 1e3 * (lengths[512] - lengths[128]) / 384)
+    assert other_halves == tuple(f"{h:.1f}" for h in by_hand_other) and max(by_hand_other) < 1.2 * min(by_hand_other)  # "evenly"
+    assert f"evenly ({other_halves[0]} and {other_halves[1]} µs in its two halves)" in " ".join(prose(decoding, "en").split())
+    assert f"前后两段很均匀（{other_halves[0]} 和 {other_halves[1]} 微秒）" in prose(decoding, "zh")
     assert float(measured) > 3 * float(predicted)  # "grew more than the cache's bytes predict"
     for grew, its_bytes in ((per_token, token_bytes_us), (other_per_token, other_bytes_us)):
         assert float(grew) > 3 * float(its_bytes)  # "more than three times its bytes' time"
