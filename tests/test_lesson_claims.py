@@ -993,7 +993,7 @@ def test_lesson14_the_batch_2_jump_and_bfloat16s_gain_as_the_summary_reads_them(
 def test_lesson14_int8_products_with_the_table_kept_in_bfloat16(decoding):
     """Section 7's fourth kernel line, redone by hand from the file: the int8 model's block matrices at the int8 kernel's
     rate plus its bfloat16 embedding table (SmolLM2-135M: 49,152 × 576 numbers, 2 bytes each) at bfloat16's rate; still
-    below bfloat16's one-row products, as the prose reads it in both languages."""
+    below bfloat16's one-row products, which the prose reads as about the same, in both languages."""
     first = _saved_run("bench_model.json")
     kern, table = first["int8_kernel"], 49152 * 576 * 2
     blocks = _row(first, "int8")["weight_bytes"] - table
@@ -1104,7 +1104,7 @@ def test_lesson14_weight_rounding_against_bfloat16_arithmetic_from_the_saved_row
 def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding):
     """Section 7: a second sequence costs int8's step far less than its kernel's one-row time (section 6's printed rows,
     43.1 → 49.8), so at least the difference is paid once per weight read; bfloat16's second sequence costs about its
-    products (the contrast its paragraph draws); the estimate and the steps' difference point the same way. Redone from
+    products (the contrast its paragraph draws); the estimate and the steps stay within a few ms ("about even"). Redone from
     the file, read in both languages."""
     first = _saved_run("bench_model.json")
     int8 = [round(_row(first, "int8", batch=b)["ms"], 1) for b in (1, 2)]
@@ -1129,7 +1129,8 @@ def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding
     own = ((_row(first, "int8")["weight_bytes"] - table) / (kern["int8_bytes"] / kern["int8_kernel_ms"])
            + table / (kern["bfloat16_bytes"] / kern["bfloat16_linear_ms"]))
     steps = [kern["bfloat16_linear_ms"] - own, _row(first, "bfloat16")["ms"] - _row(first, "int8")["ms"]]
-    assert all(v > 0 for v in steps)  # "the same direction": int8 under bfloat16 in both
+    assert all(0 < v < 3 for v in steps)  # "about even": a few ms either way, which two loops cannot order
+    assert "about bfloat16's 19.6, as their steps are about even" in " ".join(prose(decoding, "en").split())
 
 
 def test_lesson14_bfloat16s_rest_outside_its_products_on_both_machines(decoding):
