@@ -259,6 +259,10 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     assert other_halves == tuple(f"{h:.1f}" for h in by_hand_other) and max(by_hand_other) < 1.2 * min(by_hand_other)  # "evenly"
     assert f"evenly ({other_halves[0]} and {other_halves[1]} µs in its two halves)" in " ".join(prose(decoding, "en").split())
     assert f"前后两段很均匀（{other_halves[0]} 和 {other_halves[1]} 微秒）" in prose(decoding, "zh")
+    saved_ms = {r["length"]: r["decode_ms"] for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"]) == ("float32", 1)}
+    first_half_ms = f"{saved_ms[128] - saved_ms[32]:.1f}"  # "may be that run's noise: 2.2 ms between medians"
+    assert f"{first_half_ms} ms between medians saved without their spread" in " ".join(prose(decoding, "en").split())
+    assert f"两个没有记下离散程度的中位数之间的 {first_half_ms} 毫秒" in prose(decoding, "zh")
     assert float(measured) > 3 * float(predicted)  # "grew more than the cache's bytes predict"
     for grew, its_bytes in ((per_token, token_bytes_us), (other_per_token, other_bytes_us)):
         assert float(grew) > 3 * float(its_bytes)  # "more than three times its bytes' time"
