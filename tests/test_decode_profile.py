@@ -7,7 +7,7 @@ import warnings
 import pytest
 import torch
 
-from attention_utils.inference.decode_profile import matmul_share, profile_calls
+from attention_utils.inference.decode_profile import attention_ms, matmul_share, profile_calls
 
 SCRIPT = """
 import sys, warnings, torch
@@ -51,3 +51,9 @@ def test_bad_arguments_are_refused_clearly():
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="no CPU time"):
             matmul_share(profile_calls(lambda: None))
+
+
+def test_attention_ms_sums_every_sdpa_operator_and_nothing_else():
+    own = {"aten::_scaled_dot_product_flash_attention_for_cpu": 2.0, "aten::scaled_dot_product_attention": 0.25,
+           "aten::mm": 30.0, "aten::softmax": 1.0}  # by hand: 2.0 + 0.25
+    assert attention_ms(own) == 2.25 and attention_ms({"aten::mm": 1.0}) == 0

@@ -88,3 +88,9 @@ def matmul_share(events: EventList) -> float:
                                    "events 里没有 CPU 时间：请至少剖析一次会调用 torch 算子的运算。"))
     matmul = sum(event.self_cpu_time_total for event in events if event.key in MATMUL_OPS)
     return matmul / total
+
+
+def attention_ms(own_ms: dict[str, float]) -> float:
+    """SDPA's own time in a profile given as {operator: ms}: every operator named scaled_dot_product (the CPU kernel
+    torch picked, whichever it was, and the call around it), so a step's growth with its cache can be read apart."""
+    return sum(ms for name, ms in own_ms.items() if "scaled_dot_product" in name)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ...inference.decode_profile import matmul_share, profile_calls
+from ...inference.decode_profile import attention_ms, matmul_share, profile_calls
 from ...inference.weight_formats import quantize_rows
 
 
@@ -146,7 +146,7 @@ def attention_by_length(steps: dict[int, Callable[[], object]], turns: int = 3, 
             for length, step in steps.items():
                 events = profile_calls(step, repeats)
                 own = {event.key: event.self_cpu_time_total / repeats / 1e3 for event in events}
-                found[length]["attention_ms"].append(sum(ms for key, ms in own.items() if "scaled_dot_product" in key))
+                found[length]["attention_ms"].append(attention_ms(own))
                 found[length]["all_operators_ms"].append(sum(own.values()))
     finally:
         torch.set_num_threads(threads)
