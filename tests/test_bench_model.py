@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from attention_utils import results
+from attention_utils.inference.kv_cache import KVCache
 from attention_utils.inference.weight_formats import to_format
 from attention_utils.models import q4_weights
 from attention_utils.course.bench import model_decode, model_formats, model_kernels, model_report
@@ -385,3 +386,30 @@ def test_the_kernel_rows_time_two_rows_profile_bfloat16_and_attention_at_each_le
     assert set(rows) == {"8", "24"}  # JSON keys: the lengths as text
     for row in rows.values():
         assert 0 < row["attention_ms"] < row["all_operators_ms"]
+
+
+def test_a_step_at_a_length_reads_the_same_cache_at_every_call(smollm2):
+    """step_at_length forgets the token each call adds, so a profile at T = 8 is a profile at T = 8 however often it runs:
+    its cache then holds the prompt's keys exactly as a fresh prefill leaves them."""
+    model, _ = smollm2
+    with torch.inference_mode():
+        step, cache = model_formats.step_at_length(model, 8)
+        for _ in range(3):
+            step()
+        fresh = KVCache(model.config.num_layers)
+        model(model_formats.fixed_prompt(8), cache=fresh)
+    assert cache.position == 8
+    torch.testing.assert_close(cache[0].keys, fresh[0].keys, rtol=0, atol=0)
+
+
+def test_the_saved_attention_growth_is_a_profile_at_each_of_lesson_13s_lengths():
+    """figures/bench_attention_growth.json (bench --attention-growth): one thread, lesson 13's lengths taking turns, each
+    length's SDPA time under every operator's, with the quartiles around each median, and the same thread's roofs."""
+    saved = results.load_saved(results.SAVED_ATTENTION_GROWTH)["attention_by_length"]
+    assert saved["threads"] == 1 and saved["turns"] > 3 and set(saved["by_length"]) == {"32", "128", "512"}
+    assert {"bandwidth_gb_s", "matmul_gflop_s"} <= set(saved["roofs"])
+    for row in saved["by_length"].values():
+        assert 0 < row["attention_ms"] < row["all_operators_ms"]
+        for key in ("attention_ms", "all_operators_ms"):
+            low, high = row[f"{key}_quartiles"]
+            assert low <= row[key] <= high, key

@@ -11,5 +11,5 @@ from .model import (COMPILED_ROWS, FORMATS, ROW_FIELDS, SHOWN_ZH, TARGETS, TRANS
                     model_decode_lines, model_format_table, model_machines_table, model_rows, model_timing,
                     model_verdict_lines, model_verdicts, roofline_point, second_run, step_factors, step_split)
 from .speculative import best_rows, draft_name, speculative_table, speculative_verdict_lines
-from .saved import (ROOT, SAVED, SAVED_CACHE, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SAVED_RECALL,
+from .saved import (ROOT, SAVED, SAVED_ATTENTION_GROWTH, SAVED_CACHE, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SAVED_RECALL,
                     SAVED_RECURRENT, SAVED_SERVING, SAVED_SPECULATIVE, SAVED_SPECULATIVE_BF16, at_length, by_run, load_saved, loglog_slope, reads)

@@ -26,6 +26,7 @@ SAVED_SPECULATIVE = ROOT / "figures" / "bench_speculative.json"  # lesson 18: sp
 SAVED_SPECULATIVE_BF16 = ROOT / "figures" / "bench_speculative_bf16_cpu.json"  # the same on a CPU with bfloat16 instructions
 SAVED_MODEL = ROOT / "figures" / "bench_model.json"  # lesson 14: the real model's decode step in each weight format
 SAVED_MODEL_BF16 = ROOT / "figures" / "bench_model_bf16_cpu.json"  # the same bench on a CPU with bfloat16 instructions (--bf16-cpu)
+SAVED_ATTENTION_GROWTH = ROOT / "figures" / "bench_attention_growth.json"  # lesson 14: SDPA's own time a step by length (--attention-growth)
 SAVED_QUALITY_SPLIT = ROOT / "figures" / "bench_quality_split.json"  # lesson 14: int8 weights with float32 arithmetic (--quality-split)
 SAVED_SERVING = ROOT / "figures" / "bench_serving.json"  # lesson 17: the scheduler on SmolLM2 (bench --serving)
 

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from ...language import LANGUAGES
-from ...results import (ROOT, SAVED, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SAVED_SPECULATIVE,
+from ...results import (ROOT, SAVED, SAVED_ATTENTION_GROWTH, SAVED_DECODE, SAVED_KERNEL, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SAVED_SPECULATIVE,
                         SAVED_SPECULATIVE_BF16, load_saved)
 from .decode import DECODE_FULL, DECODE_QUICK
 from .decode_report import run_decode
@@ -42,7 +42,7 @@ from .harness import environment, measure_all, measure_interleaved, measure_kern
 from .implementations import FULL, KERNEL_ROUNDS, QUICK, SAME_PROCESS_CALLS
 from .model_caches import CACHE_FULL, CACHE_QUICK, SAVED_CACHE, run_caches
 from .model_decode import MODEL_FULL, MODEL_QUICK
-from .model_report import run_model_decode, run_quality_split
+from .model_report import run_attention_growth, run_model_decode, run_quality_split
 from .serving import SAVED_SERVING, SERVING_FULL, SERVING_QUICK, run_serving
 from .speculative import SPECULATIVE_FULL, SPECULATIVE_QUICK, run_speculative
 from .report import check, markdown, plot, reference_length, report, save_json, summarize, update_readme, write
@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quality-split", action="store_true",
                         help="only lesson 14's quality control, int8 weights with float32 arithmetic against float32, into "
                              "figures/bench_quality_split.json (several minutes: float32 int8 is the slow reference path)")
+    parser.add_argument("--attention-growth", action="store_true",
+                        help="only lesson 14's reason for the step's growth with T: SDPA's own time a step at lesson 13's "
+                             "lengths, one thread, into figures/bench_attention_growth.json (about a minute)")
     parser.add_argument("--bf16-cpu", action="store_true",
                         help="with --model or --speculative, on a CPU with bfloat16 instructions: save into "
                              "figures/bench_model_bf16_cpu.json or figures/bench_speculative_bf16_cpu.json, the second "
@@ -115,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quality_split:
         run_quality_split(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick)
         print(f"quality split in {out / 'quality_split.json' if args.quick else SAVED_QUALITY_SPLIT}; {time.perf_counter() - began:.0f} s")
+        return 0
+    if args.attention_growth:
+        run_attention_growth(MODEL_QUICK if args.quick else MODEL_FULL, args.threads, out, args.quick)
+        print(f"attention growth in {out / 'attention_growth.json' if args.quick else SAVED_ATTENTION_GROWTH}; "
+              f"{time.perf_counter() - began:.0f} s")
         return 0
     if args.cache:
         run_caches(CACHE_QUICK if args.quick else CACHE_FULL, args.threads, out, args.quick, args.replot)

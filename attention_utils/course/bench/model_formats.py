@@ -99,6 +99,16 @@ def package_step(model: torch.nn.Module, prompt: torch.Tensor, batch: int) -> tu
     return step, cache
 
 
+def step_at_length(model: torch.nn.Module, length: int) -> tuple[Callable[[], None], KVCache]:
+    """A decode step against `length` cached tokens at every call (the token it adds is forgotten after it), and its cache."""
+    step, cache = package_step(model, fixed_prompt(length), 1)
+
+    def step_and_forget() -> None:
+        step()
+        cache.truncate(length)
+    return step_and_forget, cache
+
+
 def transformers_step(reference: torch.nn.Module, prompt: torch.Tensor) -> Callable[[], None]:
     """One decode step of transformers' model with its own cache (DynamicCache), batch 1."""
     from transformers import DynamicCache
@@ -221,7 +231,7 @@ def kernels(model: torch.nn.Module, matrices: list[torch.Tensor], prompt: torch.
     of float32 steps (and of bfloat16's, given its model), and attention's own time at each of lesson 13's lengths."""
     step, _ = package_step(model, prompt, 1)
     floors = {FLOOR: floor_step(matrices, 1), f"{FLOOR} {LEFT}": floor_step(matrices, 1, left=True)}
-    by_length = {length: package_step(model, fixed_prompt(length), 1)[0] for length in workload.lengths}
+    by_length = {length: step_at_length(model, length)[0] for length in workload.lengths}
     found = {"format_roofs": format_roofs(1024 if workload.calls > 2 else 256, workload.calls),
              "int8_kernel": int8_against_bfloat16(matrices, workload.calls), "profile": profile_step(step),
              "attention_by_length": attention_by_length(by_length),
@@ -312,6 +322,20 @@ def quality(models: dict, tokenizer, new_tokens: int) -> dict:
             "prompts": len(prompts), "new_tokens": new_tokens, "text_tokens": text.shape[1],
         }
     return found
+
+
+def attention_growth(workload, threads: int, turns: int = 15) -> dict:
+    """Lesson 14's reason for the step's growth with T, alone in a process: attention_by_length at lesson 13's lengths,
+    with more turns than the full run gives it (a minute, so the spread can be saved beside the medians), and the roofs
+    read on the same one thread, so a key's cost can be set against its bytes on this machine."""
+    from ...models.llama import load_smollm2
+    torch.set_num_threads(1)
+    one_thread = roofs(256, 1024) if workload.calls > 2 else roofs(16, 128)
+    torch.set_num_threads(threads)
+    model, _ = load_smollm2()
+    with torch.inference_mode():
+        steps = {length: step_at_length(model, length)[0] for length in workload.lengths}
+        return attention_by_length(steps, turns=turns if workload.calls > 2 else 1) | {"roofs": one_thread}
 
 
 def quality_split(new_tokens: int, threads: int) -> dict:

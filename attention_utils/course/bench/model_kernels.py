@@ -137,7 +137,8 @@ def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
 
 def attention_by_length(steps: dict[int, Callable[[], object]], turns: int = 3, repeats: int = 3) -> dict:
     """For each prompt length T (a decode step against T cached tokens), on one thread, the lengths taking turns: the
-    medians over `turns` of SDPA's own ms a step and of every operator's, so the step's growth with T can be split."""
+    medians over `turns` of SDPA's own ms a step and of every operator's (with their quartiles), so the step's growth
+    with T can be split."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     found = {length: {"attention_ms": [], "all_operators_ms": []} for length in steps}
@@ -152,4 +153,5 @@ def attention_by_length(steps: dict[int, Callable[[], object]], turns: int = 3, 
         torch.set_num_threads(threads)
     return {"threads": 1, "turns": turns, "repeats": repeats,
             "by_length": {str(length): {key: statistics.median(values) for key, values in row.items()}
+                          | {f"{key}_quartiles": quartiles(values) for key, values in row.items()}
                           for length, row in found.items()}}

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from ...language import LANGUAGES
 from ...results import (
-    ROOT, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SHOWN_ZH, TRANSFORMERS, load_saved, machine_name, model_batch_table,
+    ROOT, SAVED_ATTENTION_GROWTH, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SHOWN_ZH, TRANSFORMERS, load_saved, machine_name, model_batch_table,
     model_format_table, model_machines_table, model_rows, model_timing, model_verdict_lines,
 )
 from .harness import environment, run_in_child
 from .model_decode import ModelWorkload, measure_model
-from .model_formats import quality_split, require_bf16_cpu
+from .model_formats import attention_growth, quality_split, require_bf16_cpu
 from .report import save_json, update_readme
 
 
@@ -39,6 +39,15 @@ def run_model_decode(workload: ModelWorkload, threads: int, out: Path, quick: bo
             plot_roofline(results, folder, language)
     if not quick:
         update_readme(model_markdown(load_saved(SAVED_MODEL)), name="model")
+    return results
+
+
+def run_attention_growth(workload: ModelWorkload, threads: int, out: Path, quick: bool) -> dict:
+    """SDPA's own time a step at each of lesson 13's lengths, in a fresh process; save figures/bench_attention_growth.json
+    (a quick run: out/attention_growth.json only)."""
+    results = {"environment": environment(threads), "attention_by_length": run_in_child(attention_growth, workload, threads)}
+    out.mkdir(parents=True, exist_ok=True)
+    save_json(results, out / "attention_growth.json" if quick else SAVED_ATTENTION_GROWTH)
     return results
 
 
