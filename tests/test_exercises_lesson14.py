@@ -29,7 +29,8 @@ OUTSIDE_MS = T32 - _saved_step("matmul floor")[1]  # exercise 1d by hand: float3
 _ROOFS = json.loads(SAVED_MODEL.read_text())["roofs"]
 RIDGE_BATCH = 2 * _ROOFS["matmul_gflop_s"] / _ROOFS["bandwidth_gb_s"]  # by hand: b / 2 FLOPs per byte = the ridge
 _SAVED, _SECOND = json.loads(SAVED_MODEL.read_text()), json.loads(SAVED_MODEL_BF16.read_text())
-BF16_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # exercise 3a: GFLOP/s over GB/s
+FIRST_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # section 7's: GFLOP/s over GB/s
+BF16_RIDGE = _SECOND["format_roofs"]["bfloat16"] / _SECOND["roofs"]["bandwidth_gb_s"]  # exercise 3a: the second machine's
 BF16_ROOF_GAIN = _SECOND["format_roofs"]["bfloat16"] / _SAVED["format_roofs"]["bfloat16"]  # the roofs' ratio: a mistake in 3b
 
 
@@ -61,11 +62,14 @@ def test_right_answers_in_every_form(form):
     assert "Correct" in verdict(lesson14.check_floor_share, form(FLOOR_SHARE))
 
 
-def test_exercise_3a_feedback_answers_its_question_about_exercise_1s_line():
-    """Exercise 3 (a) asks what bfloat16's side of its ridge says about exercise 1's line; the right answer's feedback says it."""
+def test_exercise_3a_asks_for_the_second_machines_ridge_not_section_7s():
+    """Section 7 reads the first machine's ridge (below 1 FLOP per byte); exercise 3 (a) asks for the second machine's, far
+    above 1, and the first machine's answer gets its own hint."""
+    assert FIRST_RIDGE < 1 < BF16_RIDGE  # by hand from the saved roofs: a 1-FLOP-per-byte step is right of one, left of the other
     out = verdict(lesson14.check_bfloat16_ridge, BF16_RIDGE, ROOFLINE_GAIN)
-    assert "Correct" in out and "exercise 1's line" in out and "练习 1 穿过 bfloat16 那一行画的直线" in out
-    assert BF16_RIDGE < 1  # the point it reads (about 1 FLOP per byte) is right of this ridge, by hand from the saved roofs
+    assert "Correct" in out and "far left of it, bound by its bytes" in out and "远在它左边，受带宽限制" in out
+    out = verdict(lesson14.check_bfloat16_ridge, FIRST_RIDGE, ROOFLINE_GAIN)
+    assert "Not yet" in out and "first machine's ridge" in out, out
 
 
 def test_exercise_1c_right_option_answers_option_1_and_points_at_the_test_of_3():
@@ -124,9 +128,9 @@ def test_the_rival_reason_reads_each_step_minus_its_one_row_products():
     assert "option 3 does not hold" in out and f"int8 在只乘一个向量的矩阵乘法之外剩下 {int8_out:.1f} 毫秒，bfloat16 剩下 {bfloat16_out:.1f} 毫秒" in out
 
 def test_the_one_row_products_did_not_follow_bfloat16s_roof():
-    """What exercise 3's answer says: the ridge is below 1 FLOP per byte, and the roofline predicts a larger gain for the
+    """What exercise 3's answer says: the first machine's ridge is below 1 FLOP per byte (section 7), and the roofline predicts a larger gain for the
     one-row products than was measured; each typical mistake gets its hint."""
-    assert BF16_RIDGE < 1 and ROOFLINE_GAIN > 1.5 * ONE_ROW_GAIN
+    assert FIRST_RIDGE < 1 and ROOFLINE_GAIN > 1.5 * ONE_ROW_GAIN
     for ridge, gain, hint in ((1 / BF16_RIDGE, ROOFLINE_GAIN, "bandwidth over throughput"),
                               (2 * BF16_RIDGE, ROOFLINE_GAIN, "where the roofs meet"),
                               (BF16_RIDGE, ONE_ROW_GAIN, "what the bench measured"),
@@ -300,9 +304,10 @@ def test_exercise_6_mistakes_get_their_hint(answer, hint):
 
 
 def test_exercise_3_names_the_ridges_of_the_other_roofs():
-    """The two other roofs on screen, float32's format roof and section 1's a @ b, each divided by the bandwidth."""
-    for roof, hint in ((_SAVED["format_roofs"]["float32"], "float32's compute roof"), (_ROOFS["matmul_gflop_s"], "section 1's roof")):
-        out = verdict(lesson14.check_bfloat16_ridge, roof / _ROOFS["bandwidth_gb_s"], ROOFLINE_GAIN)
+    """The second machine's two float32 roofs (its 1,024² format roof and its a @ b, within 3% of each other), each divided by
+    its bandwidth, get the float32 hint."""
+    for roof, hint in ((_SECOND["format_roofs"]["float32"], "a float32 compute roof"), (_SECOND["roofs"]["matmul_gflop_s"], "a float32 compute roof")):
+        out = verdict(lesson14.check_bfloat16_ridge, roof / _SECOND["roofs"]["bandwidth_gb_s"], ROOFLINE_GAIN)
         assert "Not yet" in out and hint in out, out
 
 

@@ -277,8 +277,11 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     assert float(apart) > float(measured)  # "more than the step's whole growth from T = 32 to 512"
     assert apart == f"{first[128] - _row(_saved_run('bench_model.json'), 'float32')['ms']:.1f}"  # by hand from the file
     assert f"{apart} ms apart, for a cause that was not measured" in " ".join(prose(decoding, "en").split())  # the appendix, for section 3
-    assert "These rows come from lesson 13's loop; compare them only with one another" in " ".join(prose(decoding, "en").split())
-    assert "这几行来自第 13 课的那个循环，只在它们之间互相比较" in prose(decoding, "zh")
+    step_13 = f"{first[128]:.1f}"  # the same T = 128 step in the two loops, as section 5 sets them side by side
+    step_3 = f"{_row(_saved_run('bench_model.json'), 'float32')['ms']:.1f}"
+    assert (f"These rows come from lesson 13's loop, where the T = 128 step took {step_13} ms against section 3's {step_3}: "
+            "compare them only with one another") in " ".join(prose(decoding, "en").split())
+    assert f"T = 128 的一步在这里是 {step_13} 毫秒，在第 3 节是 {step_3} 毫秒：所以只在这几行之间互相比较" in prose(decoding, "zh")
     row = next(r for r in _saved_run("bench_model.json")["rows"] if (r["weights"], r["batch"], r["length"]) == ("float32", 1, 128))
     at_roof = 1e3 * (row["weight_bytes"] + row["cache_bytes"]) / (_saved_run("bench_model.json")["roofs"]["bandwidth_gb_s"] * 1e9)
     by_hand = (at_roof / (row["prefill_ms"] / 128), row["decode_ms"] / at_roof)  # section 3's two factors with lesson 13's loop
@@ -302,7 +305,7 @@ def test_lesson14_the_live_growth_profile_as_the_text_reads_it(decoding):
     lines = re.findall(r"^  (aten::\S+) +([\d.]+) → +([\d.]+) ms$", outputs, flags=re.M)
     assert lines[0][0].startswith("aten::_scaled_dot_product")  # "grew most"
     grew, per_key, products = (float(v) for v in printed(
-        r"attention's kernel: ([+-][\d.]+) ms a step, ([\d.]+) µs per added key \(30 layers, one query\); "
+        r"attention's kernel: ([+-][\d.]+) ms a step, ([\d.]+) µs per added token \(30 layers, one query\); "
         r"the products: ([+-][\d.]+) ms \(the noise\)", outputs).groups())
     shown = [float(a) - float(b) for n, b, a in lines if "scaled_dot_product" in n]
     assert grew == pytest.approx(sum(shown), abs=0.02) and per_key == pytest.approx(1e3 * grew / 480, abs=0.06)
@@ -313,38 +316,40 @@ def test_lesson14_the_live_growth_profile_as_the_text_reads_it(decoding):
     assert 0.5 * per_key < 1e3 * (saved["512"]["attention_ms"] - saved["32"]["attention_ms"]) / 480 < 2 * per_key
 
 
-def test_lesson14_the_step_grows_by_sdpas_work_per_key_as_the_saved_profile_shows(decoding):
+def test_lesson14_the_step_grows_by_sdpas_work_per_token_as_the_saved_profile_shows(decoding):
     """Section 5's reason, from the third machine's saved profile (bench --attention-growth), redone by hand from the file:
-    SDPA's own time per added key, against the key's bytes at the same thread's roof (46,080 bytes, by hand from the model's
-    shape), far outside SDPA's quartiles; every other operator, the control, moving far less than all operators' spread."""
+    the whole step's and SDPA's own time per added token, SDPA's against the token's cached bytes at the same thread's roof
+    (46,080 bytes, by hand from the model's shape), far outside SDPA's quartiles; every other operator, the control,
+    moving far less than all operators' spread."""
     outputs = stored_text(decoding)
     found = _saved_run("bench_attention_growth.json")
     assert found["environment"]["cpu_capability"] == "AVX2"  # the third machine, held to AVX2 as the set-up's table says
     growth = found["attention_by_length"]
     short, long = growth["by_length"]["32"], growth["by_length"]["512"]
-    key_bytes = 30 * 2 * 3 * 64 * 4  # a key and a value of 3 heads of 64 float32 numbers, in each of 30 layers
+    token_bytes = 30 * 2 * 3 * 64 * 4  # a key and a value of 3 heads of 64 float32 numbers, in each of 30 layers
+    step_us = 1e3 * (long["all_operators_ms"] - short["all_operators_ms"]) / 480
     sdpa_us = 1e3 * (long["attention_ms"] - short["attention_ms"]) / 480
-    key_us = 1e6 * key_bytes / (growth["roofs"]["bandwidth_gb_s"] * 1e9)
-    line = printed(r"the lengths taking turns (\d+) times: SDPA's own time ([\d.]+) → ([\d.]+) ms a step, ([\d.]+) µs per "
-                   r"added key, ([\d.]+)x its bytes' ([\d.]+) µs", outputs).groups()
-    assert line == (str(growth["turns"]), f"{short['attention_ms']:.2f}", f"{long['attention_ms']:.2f}", f"{sdpa_us:.1f}",
-                    f"{sdpa_us / key_us:.1f}", f"{key_us:.1f}")
+    token_us = 1e6 * token_bytes / (growth["roofs"]["bandwidth_gb_s"] * 1e9)
+    line = printed(r"the lengths taking turns (\d+) times, per added token: the whole step ([\d.]+) µs, SDPA ([\d.]+) µs, "
+                   r"([\d.]+)x its cached bytes' ([\d.]+) µs", outputs).groups()
+    assert line == (str(growth["turns"]), f"{step_us:.1f}", f"{sdpa_us:.1f}", f"{sdpa_us / token_us:.1f}", f"{token_us:.1f}")
     rest = [row["all_operators_ms"] - row["attention_ms"] for row in (short, long)]
     spans = [row["all_operators_ms_quartiles"][1] - row["all_operators_ms_quartiles"][0] for row in (short, long)]
     moved = printed(r"every other operator [\d.]+ → [\d.]+ ms \(\+([\d.]+)\), while all operators' quartiles lie ([\d.]+) and "
                     r"([\d.]+) ms apart", outputs).groups()
     assert moved == (f"{rest[1] - rest[0]:.2f}", f"{spans[0]:.1f}", f"{spans[1]:.1f}")
     sdpa_spread = max(row["attention_ms_quartiles"][1] - row["attention_ms_quartiles"][0] for row in (short, long))
-    assert long["attention_ms"] - short["attention_ms"] > 10 * sdpa_spread  # "far outside its quartiles"
+    assert long["attention_ms"] - short["attention_ms"] > 10 * sdpa_spread  # "far outside SDPA's quartiles"
     assert abs(rest[1] - rest[0]) < min(spans) / 4  # "far less than" the spread
-    assert sdpa_us / key_us > 1.5  # "costs more than reading the key"
+    assert sdpa_us / token_us > 1.5  # "costs more than reading the token"
     english, chinese = " ".join(prose(decoding, "en").split()), prose(decoding, "zh")
     low, high = sorted(moved[1:])
-    assert (f"grew {line[3]} µs per added key for its one query, {line[4]} times the time to read that key's bytes" in english
+    assert (f"the whole step grew {line[1]} µs per cached token, {line[2]} of them in torch's attention kernel" in english
+            and f"{line[3]} times the time to read that token's keys and values at the same thread's roof" in english
             and f"moved {moved[0]} ms, far less than the {low} to {high} ms that all operators' quartiles span" in english)
-    assert (f"每多读一个键多花 {line[3]} 微秒，是按同一线程的屋顶读这个键的字节所需时间的 {line[4]} 倍" in chinese
+    assert (f"每多一个缓存词元，整步多 {line[1]} 微秒，其中 {line[2]} 微秒花在 torch 的注意力内核 SDPA 上" in chinese
+            and f"所需时间的 {line[3]} 倍" in chinese
             and f"只变了 {moved[0]} 毫秒，远小于所有算子合计的四分位数之间 {low} 到 {high} 毫秒的差" in chinese)
-
 
 def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
     """The paragraph after the saved q4 row quotes its printed times and ratios, in both languages."""
@@ -443,9 +448,10 @@ def test_lesson14_section6_readings_of_the_saved_rows(decoding):
     prefill = {name: _number(rf"\n{name}\s+\d+\s+[\d.]+\s+(\d+)\s", outputs) for name in ("float32", "bfloat16")}
     assert f"{prefill['bfloat16'] / prefill['float32']:.1f}" == "4.7"
     share, floor_share = _number(r"matrix products (\d+)% of the steps' own CPU time", outputs), _number(r"\(2 threads\): (\d+)% of its", outputs)
-    ridge, roof_gain, measured_gain = printed(r"The ridge is [\d.]+ / [\d.]+ ≈ ([\d.]+) FLOPs per byte.*? at least [\d.]+ ms: "
+    ridge, roof_gain, measured_gain = printed(r"On the second machine the ridge is [\d.]+ / [\d.]+ ≈ ([\d.]+) FLOPs per byte.*?: "
                                               r"([\d.]+) times as fast. The bench measured ([\d.]+) times", outputs).groups()
-    assert float(ridge) < 1 and float(roof_gain) > 1.5 * float(measured_gain)  # "does not follow the large product's roof"
+    first_ridge = _number(r"bfloat16's ridge: ([\d.]+) FLOPs per byte", outputs)  # section 7's, the first machine
+    assert first_ridge < 1 < float(ridge) and float(roof_gain) > 1.5 * float(measured_gain)  # "does not follow the large product's roof"
     floor = _batch_column(outputs, "matmul floor")
     assert max(float(floor[b]) for b in (2, 4, 8)) < 1.05 * min(float(floor[b]) for b in (2, 4, 8))  # "about as long at 2, 4 or 8"
     assert 1.7 < float(floor[2]) / float(floor[1]) < 2.0  # "nearly twice the one-row kernel"
@@ -1059,7 +1065,8 @@ def test_lesson14_every_int8_weight_within_half_a_step_widened_by_the_bfloat16_s
 def test_lesson14_bfloat16s_added_rows_run_at_about_two_thirds_of_its_roof(decoding):
     """Section 7: each row added to bfloat16's batch does one row's products (269 MFLOP: 2 FLOPs per 2-byte weight) in
     what it adds to the step; that rate, redone from the file, is about two thirds of bfloat16's large-product roof on
-    the first machine, as printed and read in both languages (exercise 3 keeps the ridge's prediction for one row)."""
+    the first machine, as printed and read in both languages; before it, bfloat16's ridge (below 1 FLOP per byte) and the
+    two bounds it gives one row's products, redone from the file."""
     first, batches = _saved_run("bench_model.json"), (1, 2, 4, 8, 16)
     ms = [_row(first, "bfloat16", batch=b)["ms"] for b in batches]
     added = [(t2 - t1) / (b2 - b1) for t1, t2, b1, b2 in zip(ms, ms[1:], batches, batches[1:])]
@@ -1070,9 +1077,20 @@ def test_lesson14_bfloat16s_added_rows_run_at_about_two_thirds_of_its_roof(decod
                     stored_text(decoding)).groups()
     assert shown == (f"{mflop:.0f}", f"{min(rates):.1f}", f"{max(rates):.1f}", f"{min(rates) / roof:.0%}"[:-1], f"{max(rates) / roof:.0%}"[:-1])
     assert 0.6 < min(rates) / roof and max(rates) / roof < 0.75  # "about two thirds"
-    assert f"Each added row's {shown[0]} MFLOP ran at {shown[1]} to {shown[2]} GFLOP/s (the line 'bfloat16's added rows'), about two thirds" in " ".join(
-        prose(decoding, "en").split())
-    assert f"多出的每一行有 {shown[0]} MFLOP，算下来是 {shown[1]} 到 {shown[2]} GFLOP/s" in prose(decoding, "zh")
+    english, chinese = " ".join(prose(decoding, "en").split()), prose(decoding, "zh")
+    assert f"bfloat16's added rows ran at {shown[1]} to {shown[2]} GFLOP/s (the line 'bfloat16's added rows'), about two thirds" in english
+    assert f"bfloat16 多出的每一行算下来是 {shown[1]} 到 {shown[2]} GFLOP/s" in chinese
+    # the ridge's reading before it: bfloat16's roofs bound one row's products, by hand from the file
+    bandwidth = first["roofs"]["bandwidth_gb_s"]
+    ridge = printed(r"bfloat16's ridge: ([\d.]+) FLOPs per byte; its one-row products \((\d+) MFLOP for as many MB\): at least "
+                    r"([\d.]+) ms by arithmetic, ([\d.]+) ms by bytes; measured ([\d.]+)", stored_text(decoding)).groups()
+    assert ridge == (f"{roof / bandwidth:.2f}", f"{mflop:.0f}", f"{mflop / roof:.1f}", f"{mflop / bandwidth:.1f}",
+                     f"{first['int8_kernel']['bfloat16_linear_ms']:.1f}")
+    assert float(ridge[0]) < 1 and float(ridge[2]) > float(ridge[3])  # "left of a one-row product's 1"; arithmetic the longer
+    assert (f"bfloat16's ridge, {ridge[0]} FLOPs per byte, lies left of a one-row product's 1" in english
+            and f"need at least {ridge[2]} ms at that roof, more than the {ridge[3]} ms its bytes need; they took {ridge[4]}" in english)
+    assert (f"bfloat16 的脊点是每字节 {ridge[0]} 次浮点运算" in chinese
+            and f"按这道屋顶至少要 {ridge[2]} 毫秒，比读字节所需的 {ridge[3]} 毫秒还长；实测是 {ridge[4]} 毫秒" in chinese)
 
 
 def test_lesson14_each_added_sequence_costs_bfloat16_about_its_one_row_products(decoding):
@@ -1132,11 +1150,11 @@ def test_lesson14_weight_rounding_against_bfloat16_arithmetic_from_the_saved_row
     assert split["float32"]["perplexity"] == first["float32"]["perplexity"]
     agree = [f"{q['teacher_forced_agreement']:.1%}" for q in (split["int8 float32"], first["int8"], first["bfloat16"])]
     english = " ".join(prose(decoding, "en").split())
-    assert (f"moved the largest logit by {alone:.2f}, most of the {both:.2f} that int8 reached with bfloat16 arithmetic on top, "
-            f"and about twice bfloat16's {bf16:.2f}") in english
+    assert (f"moved the largest logit by {alone:.2f}, most of the {both:.2f} that the speed rows' int8 reached, whose arithmetic, "
+            f"table and scales are bfloat16 too, and about twice bfloat16's {bf16:.2f}") in english
     low, high = sorted(agree, key=lambda v: float(v[:-1]))[::2]  # "too close to rank": the column's range
     assert float(high[:-1]) - float(low[:-1]) < 1 and f"teacher-forced agreement {low} to {high}" in english
-    assert f"最大 logit 差就有 {alone:.2f}，占了 int8 加上 bfloat16 运算之后 {both:.2f} 的大半" in prose(decoding, "zh")
+    assert f"最大 logit 差就有 {alone:.2f}，占了速度那几行的 int8 的 {both:.2f} 的大半" in prose(decoding, "zh")
     assert f"教师强制一致率在 {low} 到 {high} 之间" in prose(decoding, "zh")
     printed(rf"int8 weights, float32 arithmetic +{agree[0][:-1]}% +{alone:.2f} ", stored_text(decoding))
 
@@ -1170,7 +1188,7 @@ def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding
            + table / (kern["bfloat16_bytes"] / kern["bfloat16_linear_ms"]))
     steps = [kern["bfloat16_linear_ms"] - own, _row(first, "bfloat16")["ms"] - _row(first, "int8")["ms"]]
     assert all(0 < v < 3 for v in steps)  # "about even": a few ms either way, which two loops cannot order
-    assert "about bfloat16's 19.6, as their steps are about even" in " ".join(prose(decoding, "en").split())
+    assert "about bfloat16's 19.6, and their steps are indeed about even" in " ".join(prose(decoding, "en").split())
 
 
 def test_lesson14_bfloat16s_rest_outside_its_products_on_both_machines(decoding):

@@ -245,7 +245,7 @@ def check_floor_share(answer: object) -> None:
 
 @checker
 def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
-    """Exercise 3: bfloat16's ridge on the first machine, and how much faster the roofline says one-row products get on the second."""
+    """Exercise 3: bfloat16's ridge on the second machine, and how much faster the roofline says one-row products get there."""
     if missing(ridge) or missing(speedup):
         return
     found, faster = as_real_number(ridge), as_real_number(speedup)
@@ -255,56 +255,54 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
     roof, bandwidth, second_roof, second_bandwidth = saved_bfloat16_roofs()
     first_ms, second_ms, megabytes = saved_one_row_bfloat16()
     bounds = one_row_bound_ms(roof, bandwidth, megabytes), one_row_bound_ms(second_roof, second_bandwidth, megabytes)
-    expected, predicted = roof / bandwidth, bounds[0] / bounds[1]
-    first = saved_runs()[0]
-    for other, en, zh in ((first["format_roofs"]["float32"], "float32's compute roof", "用 float32 的算力屋顶"),
-                          (first["roofs"]["matmul_gflop_s"], "section 1's roof (a @ b)", "用第 1 节的屋顶（a @ b）")):
-        if close(found, other / bandwidth, 0.03):
-            return feedback(False, f"That divides {en} by the bandwidth; bfloat16's ridge uses bfloat16's own compute roof "
-                            "(the first number printed).",
-                            f"这是{zh}除以带宽；bfloat16 的脊点要用 bfloat16 自己的算力屋顶（打印出的第一个数）。")
-    if close(found, bandwidth / roof, 0.03):
+    expected, predicted = second_roof / second_bandwidth, bounds[0] / bounds[1]
+    second = saved_runs()[1]
+    if close(found, roof / bandwidth, 0.03):
+        return feedback(False, "That is the first machine's ridge, section 7's; (a) asks for the second machine's: its bfloat16 "
+                        "roof over its bandwidth roof (the second line).",
+                        "这是第一台机器的脊点，第 7 节算过；（a）问的是第二台机器的：用它的 bfloat16 屋顶除以它的带宽屋顶（第二行）。")
+    if any(close(found, other / second_bandwidth, 0.03) for other in (second["format_roofs"]["float32"], second["roofs"]["matmul_gflop_s"])):
+        return feedback(False, "That divides a float32 compute roof by the bandwidth; bfloat16's ridge uses bfloat16's own compute "
+                        "roof (the second line's first number).",
+                        "这是用 float32 的算力屋顶除以带宽；bfloat16 的脊点要用 bfloat16 自己的算力屋顶（第二行的第一个数）。")
+    if close(found, second_bandwidth / second_roof, 0.03):
         return feedback(False, "That is bandwidth over throughput: the ridge is GFLOP/s divided by GB/s.",
                         "这是带宽除以算力；脊点是 GFLOP/s 除以 GB/s。")
     if not close(found, expected, 0.03):
-        return feedback(False, "The ridge is where the roofs meet: bfloat16's GFLOP/s divided by the GB/s.",
-                        "脊点是两道屋顶的交点：bfloat16 的 GFLOP/s 除以 GB/s。")
+        return feedback(False, "The ridge is where the roofs meet: the second machine's bfloat16 GFLOP/s divided by its GB/s.",
+                        "脊点是两道屋顶的交点：第二台机器的 bfloat16 GFLOP/s 除以它的 GB/s。")
     if close(faster, first_ms / second_ms, 0.03):
         return feedback(False, "That is what the bench measured; (b) asks what the roofline predicts.",
                         "这是基准测试实测的倍数；（b）问的是屋顶线模型预测的倍数。")
     if close(faster, second_roof / roof, 0.03):
         return feedback(False, f"That is the ratio of the compute roofs; but on the second machine bfloat16's ridge is at "
-                        f"{second_roof / second_bandwidth:.1f} FLOPs per byte, so a 1-FLOP-per-byte product is bound by its bytes "
-                        "there. Take each machine's bound: the larger of FLOPs / roof and bytes / bandwidth.",
-                        f"这是两道算力屋顶之比；可是第二台机器上 bfloat16 的脊点在每字节 {second_roof / second_bandwidth:.1f} 次浮点运算，"
+                        f"{expected:.1f} FLOPs per byte, so a 1-FLOP-per-byte product is bound by its bytes there. Take each "
+                        "machine's bound: the larger of FLOPs / roof and bytes / bandwidth.",
+                        f"这是两道算力屋顶之比；可是第二台机器上 bfloat16 的脊点在每字节 {expected:.1f} 次浮点运算，"
                         "每字节 1 次的乘法在那里受带宽限制。请取每台机器的下限：“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个。")
     if close(faster, second_bandwidth / bandwidth, 0.03):
         return feedback(False, "That is the ratio of the bandwidth roofs; but on the first machine a 1-FLOP-per-byte bfloat16 "
-                        "product is right of the ridge, so its bound there is FLOPs / roof.",
-                        "这是两道带宽屋顶之比；可是在第一台机器上，每字节 1 次浮点运算的 bfloat16 乘法在脊点右边，"
+                        "product is right of the ridge (section 7), so its bound there is FLOPs / roof.",
+                        "这是两道带宽屋顶之比；可是在第一台机器上，每字节 1 次浮点运算的 bfloat16 乘法在脊点右边（第 7 节），"
                         "那里的下限是“浮点运算 / 算力屋顶”。")
     if not close(faster, predicted, 0.03):
         return feedback(False, "Each machine's least time is the larger of FLOPs / roof and bytes / bandwidth (MFLOP = MB here); "
                         "divide the first machine's by the second's.",
                         "每台机器的耗时下限是“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个（这里 MFLOP 数等于 MB 数）；"
                         "用第一台的下限除以第二台的。")
-    feedback(True, f"The ridge is {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f} FLOPs per byte, so a batch-1 bfloat16 step (about 1 "
-             f"FLOP per byte) sits right of it, bound by arithmetic: at least {bounds[0]:.1f} ms for its one-row products, and "
-             "exercise 1's line ran through a point the roofline calls arithmetic-bound. On the second machine they are bound by "
-             f"their bytes, at least {bounds[1]:.1f} ms: {predicted:.2f} times as fast. The bench measured "
-             f"{first_ms / second_ms:.2f} times{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), "
-             f"{second_ms / bounds[1]:.1f} times the second "
-             "machine's bound. That bears on the second machine's kernel, another bfloat16 path, not on the first machine's: it "
-             "shows that roofs measured with large products need not predict one-row kernels. On the first machine itself the "
-             f"one-row products took {first_ms:.1f} ms against the {bounds[0]:.1f} of the arithmetic bound, which fits the reading, "
-             "and section 7's batches confirm it: each added sequence costs the step about as much as these products.",
-             f"脊点是 {roof:.1f} / {bandwidth:.1f} ≈ {expected:.2f}，即每字节 {expected:.2f} 次浮点运算，所以批大小 1 的 bfloat16 一步"
-             f"（每字节约 1 次）落在它右边，受算力限制：只乘一个向量的那些乘法至少要 {bounds[0]:.1f} 毫秒；练习 1 穿过 bfloat16 那一行画的直线，"
-             f"穿过的正是一个屋顶线模型认为受算力限制的点。到了第二台机器上，它们受带宽限制，至少 {bounds[1]:.1f} 毫秒：速度应是第一台的 "
-             f"{predicted:.2f} 倍。基准测试实测只是 {first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
+    feedback(True, f"On the second machine the ridge is {second_roof:.1f} / {second_bandwidth:.1f} ≈ {expected:.1f} FLOPs per byte, "
+             "so a batch-1 bfloat16 step (about 1 FLOP per byte) sits far left of it, bound by its bytes: at least "
+             f"{bounds[1]:.1f} ms for its one-row products, against the first machine's arithmetic bound of {bounds[0]:.1f} ms "
+             f"(section 7): {predicted:.2f} times as fast. The bench measured {first_ms / second_ms:.2f} times"
+             f"{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), {second_ms / bounds[1]:.1f} "
+             "times the second machine's bound. That bears on the second machine's kernel, another bfloat16 path, not on the "
+             "first machine's: roofs measured with large products need not predict one-row kernels.",
+             f"第二台机器上，脊点是 {second_roof:.1f} / {second_bandwidth:.1f} ≈ {expected:.1f}，即每字节 {expected:.1f} 次浮点运算，"
+             f"所以批大小 1 的 bfloat16 一步（每字节约 1 次）远在它左边，受带宽限制：只乘一个向量的那些乘法至少要 {bounds[1]:.1f} 毫秒，"
+             f"而第一台机器上按运算的下限是 {bounds[0]:.1f} 毫秒（第 7 节）：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只是 "
+             f"{first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
              f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍。这说的是第二台机器的内核，它走的是另一条 bfloat16 路径，说明不了第一台："
-             "它说明的是，用大矩阵乘法测出的屋顶未必能预测只乘一个向量的内核。在第一台机器上，只乘一个向量的乘法用了 "
-             f"{first_ms:.1f} 毫秒，算力下限是 {bounds[0]:.1f} 毫秒，与“受算力限制”的判断相符；第 7 节的批次也印证了它：每多一条序列，一步多花的时间和这些乘法差不多。")
+             "用大矩阵乘法测出的屋顶，未必能预测只乘一个向量的内核。")
 
 
 def _int8_problem(found: object, weight: torch.Tensor) -> tuple[str, str] | None:

@@ -49,9 +49,7 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
             label=text(f"roofs measured in this bench run (float32 matmul, {roofs['matmul_n']:,}²)",
                        f"这次基准测试测得的屋顶（float32 矩阵乘法，{roofs['matmul_n']:,} × {roofs['matmul_n']:,}）"))
     side = results.get("format_roofs", {}).get("n", 0)  # the formats' roofs come from products of this side
-    dashed = {"bfloat16", "int8"} & drawn
-    if dashed:  # float32's own roof at the same side, beside theirs
-        dashed.add("float32")
+    dashed = {"bfloat16", "int8"} & drawn  # float32's flat roof is the black one
     for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
         if fmt in dashed:
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
