@@ -330,9 +330,12 @@ def test_lesson14_the_step_grows_by_sdpas_work_per_token_as_the_saved_profile_sh
     step_us = 1e3 * (long["all_operators_ms"] - short["all_operators_ms"]) / 480
     sdpa_us = 1e3 * (long["attention_ms"] - short["attention_ms"]) / 480
     token_us = 1e6 * token_bytes / (growth["roofs"]["bandwidth_gb_s"] * 1e9)
-    line = printed(r"the lengths taking turns (\d+) times, per added token: the whole step ([\d.]+) µs, SDPA ([\d.]+) µs, "
-                   r"([\d.]+)x its cached bytes' ([\d.]+) µs", outputs).groups()
-    assert line == (str(growth["turns"]), f"{step_us:.1f}", f"{sdpa_us:.1f}", f"{sdpa_us / token_us:.1f}", f"{token_us:.1f}")
+    token_flops = 30 * 2 * 2 * 9 * 64  # a 64-number dot product and a 64-number weighted sum, 2 FLOPs a number, 9 heads, 30 layers
+    flops_us = 1e6 * token_flops / (growth["roofs"]["matmul_gflop_s"] * 1e9)
+    line = printed(r"the lengths taking turns (\d+) times, per added token: the whole step ([\d.]+) µs, SDPA ([\d.]+) µs: "
+                   r"([\d.]+)x its cached bytes' ([\d.]+) µs and ([\d.]+)x its FLOPs' ([\d.]+) µs", outputs).groups()
+    assert line == (str(growth["turns"]), f"{step_us:.1f}", f"{sdpa_us:.1f}", f"{sdpa_us / token_us:.1f}", f"{token_us:.1f}",
+                    f"{sdpa_us / flops_us:.1f}", f"{flops_us:.2f}")
     rest = [row["all_operators_ms"] - row["attention_ms"] for row in (short, long)]
     spans = [row["all_operators_ms_quartiles"][1] - row["all_operators_ms_quartiles"][0] for row in (short, long)]
     moved = printed(r"every other operator [\d.]+ → [\d.]+ ms \(\+([\d.]+)\), while all operators' quartiles lie ([\d.]+) and "
@@ -341,14 +344,14 @@ def test_lesson14_the_step_grows_by_sdpas_work_per_token_as_the_saved_profile_sh
     sdpa_spread = max(row["attention_ms_quartiles"][1] - row["attention_ms_quartiles"][0] for row in (short, long))
     assert long["attention_ms"] - short["attention_ms"] > 10 * sdpa_spread  # "far outside SDPA's quartiles"
     assert abs(rest[1] - rest[0]) < min(spans) / 4  # "far less than" the spread
-    assert sdpa_us / token_us > 1.5  # "costs more than reading the token"
+    assert sdpa_us / token_us > 1.5 and sdpa_us / flops_us > 1.5  # "costs more than both its bytes and its FLOPs at the roofs"
     english, chinese = " ".join(prose(decoding, "en").split()), prose(decoding, "zh")
     low, high = sorted(moved[1:])
     assert (f"the whole step grew {line[1]} µs per cached token, {line[2]} of them in torch's attention kernel" in english
-            and f"{line[3]} times the time to read that token's keys and values at the same thread's roof" in english
+            and f"{line[3]} times the time to read that token's keys and values and {line[5]} times the time for its FLOPs" in english
             and f"moved {moved[0]} ms, far less than the {low} to {high} ms that all operators' quartiles span" in english)
     assert (f"每多一个缓存词元，整步多 {line[1]} 微秒，其中 {line[2]} 微秒花在 torch 的注意力内核 SDPA 上" in chinese
-            and f"所需时间的 {line[3]} 倍" in chinese
+            and f"这 {line[2]} 微秒是读这个词元的键和值所需时间的 {line[3]} 倍，是做它的浮点运算所需时间的 {line[5]} 倍" in chinese
             and f"只变了 {moved[0]} 毫秒，远小于所有算子合计的四分位数之间 {low} 到 {high} 毫秒的差" in chinese)
 
 def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):
@@ -1078,8 +1081,8 @@ def test_lesson14_bfloat16s_added_rows_run_at_about_two_thirds_of_its_roof(decod
     assert shown == (f"{mflop:.0f}", f"{min(rates):.1f}", f"{max(rates):.1f}", f"{min(rates) / roof:.0%}"[:-1], f"{max(rates) / roof:.0%}"[:-1])
     assert 0.6 < min(rates) / roof and max(rates) / roof < 0.75  # "about two thirds"
     english, chinese = " ".join(prose(decoding, "en").split()), prose(decoding, "zh")
-    assert f"bfloat16's added rows ran at {shown[1]} to {shown[2]} GFLOP/s (the line 'bfloat16's added rows'), about two thirds" in english
-    assert f"bfloat16 多出的每一行算下来是 {shown[1]} 到 {shown[2]} GFLOP/s" in chinese
+    assert f"bfloat16's added rows ran at {shown[1]} to {shown[2]} GFLOP/s (the second line), about two thirds" in english
+    assert f"bfloat16 多出的每一行算下来是 {shown[1]} 到 {shown[2]} GFLOP/s（第二行）" in chinese
     # the ridge's reading before it: bfloat16's roofs bound one row's products, by hand from the file
     bandwidth = first["roofs"]["bandwidth_gb_s"]
     ridge = printed(r"bfloat16's ridge: ([\d.]+) FLOPs per byte; its one-row products \((\d+) MFLOP for as many MB\): at least "
@@ -1087,10 +1090,35 @@ def test_lesson14_bfloat16s_added_rows_run_at_about_two_thirds_of_its_roof(decod
     assert ridge == (f"{roof / bandwidth:.2f}", f"{mflop:.0f}", f"{mflop / roof:.1f}", f"{mflop / bandwidth:.1f}",
                      f"{first['int8_kernel']['bfloat16_linear_ms']:.1f}")
     assert float(ridge[0]) < 1 and float(ridge[2]) > float(ridge[3])  # "left of a one-row product's 1"; arithmetic the longer
-    assert (f"bfloat16's ridge, {ridge[0]} FLOPs per byte, lies left of a one-row product's 1" in english
-            and f"need at least {ridge[2]} ms at that roof, more than the {ridge[3]} ms its bytes need; they took {ridge[4]}" in english)
+    assert (f"its ridge, {ridge[0]} FLOPs per byte, lies left of a one-row product's 1 (the third line)" in english
+            and f"at that roof its {ridge[1]} MFLOP need at least {ridge[2]} ms, more than the {ridge[3]} ms its bytes need; they took "
+                f"{ridge[4]}" in english)
     assert (f"bfloat16 的脊点是每字节 {ridge[0]} 次浮点运算" in chinese
-            and f"按这道屋顶至少要 {ridge[2]} 毫秒，比读字节所需的 {ridge[3]} 毫秒还长；实测是 {ridge[4]} 毫秒" in chinese)
+            and f"按这道屋顶，它的 {ridge[1]} MFLOP 至少要 {ridge[2]} 毫秒，比读字节所需的 {ridge[3]} 毫秒还长；实测是 {ridge[4]} 毫秒" in chinese)
+
+
+def test_lesson14_section7s_two_readings_have_the_second_machine_as_their_control(decoding):
+    """Section 7's controls, redone from the second machine's file: where the int8 kernel is the faster one, int8's step
+    is the faster one too; where bfloat16's roof is above float32's, bfloat16's batch-8 step is no longer the slower one."""
+    second = _saved_run("bench_model_bf16_cpu.json")
+    outputs, english, chinese = stored_text(decoding), " ".join(prose(decoding, "en").split()), prose(decoding, "zh")
+    kern = second["int8_kernel"]
+    step_ratio = _row(second, "int8")["ms"] / _row(second, "bfloat16")["ms"]
+    kernel_line = printed(r"the second machine \(bfloat16 instructions\): int8 kernel ([\d.]+) ms, bfloat16 F.linear ([\d.]+) ms; "
+                          r"int8's step ([\d.]+)x as long as bfloat16's", outputs).groups()
+    assert kernel_line == (f"{kern['int8_kernel_ms']:.1f}", f"{kern['bfloat16_linear_ms']:.1f}", f"{step_ratio:.2f}")
+    assert kern["int8_kernel_ms"] < kern["bfloat16_linear_ms"] and step_ratio < 0.9  # "int8's step follows its kernel"
+    assert (f"there the int8 kernel took {kernel_line[0]} ms against bfloat16's {kernel_line[1]}, and int8's step {kernel_line[2]} of "
+            "bfloat16's") in english
+    assert f"int8 内核用 {kernel_line[0]} 毫秒，bfloat16 用 {kernel_line[1]} 毫秒，int8 的一步也只要 bfloat16 的 {kernel_line[2]} 倍" in chinese
+    roofs = second["format_roofs"]
+    batch8 = _row(second, "bfloat16", batch=8)["ms"] / _row(second, "float32", batch=8)["ms"]
+    roof_line = printed(r"the second machine: bfloat16's roof ([\d.]+)x float32's; at batch 8 bfloat16's step ([\d.]+)x as long as "
+                        r"float32's", outputs).groups()
+    assert roof_line == (f"{roofs['bfloat16'] / roofs['float32']:.2f}", f"{batch8:.2f}") and batch8 < 1 < roofs["bfloat16"] / roofs["float32"]
+    assert (f"whose bfloat16 roof is {roof_line[0]} times float32's, is the control (the last line): there bfloat16's batch-8 step "
+            f"took {roof_line[1]} of float32's time") in english
+    assert f"第二台机器上 bfloat16 的算力屋顶是 float32 的 {roof_line[0]} 倍" in chinese and f"只有 float32 的 {roof_line[1]} 倍" in chinese
 
 
 def test_lesson14_each_added_sequence_costs_bfloat16_about_its_one_row_products(decoding):
