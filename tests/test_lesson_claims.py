@@ -1243,13 +1243,13 @@ def test_lesson14_bfloat16s_rest_outside_its_products_on_both_machines(decoding)
     assert f"这两个数是 {shown[2]} 和 {shown[3]} 毫秒" in chinese
 
 
-def test_lesson14_section_8_prints_the_second_machines_q4_split_it_reads(decoding):
+def test_lesson14_section_8s_appendix_prints_the_second_machines_q4_split_it_reads(decoding):
     second = _saved_run("bench_model_bf16_cpu.json")
     products, step = _row(second, "matmul floor q4")["ms"], _row(second, "q4")["ms"]
     assert printed(r"the second machine: q4's products alone ([\d.]+) ms of its ([\d.]+) ms step", stored_text(decoding)).groups() == (
         f"{products:.1f}", f"{step:.1f}")
-    assert f"they took {products:.1f} ms of its {step:.1f} ms step (the last line)" in " ".join(prose(decoding, "en").split())
-    assert f"{step:.1f} 毫秒的一步里乘法占 {products:.1f} 毫秒（最后一行）" in prose(decoding, "zh")
+    assert f"found them {products:.1f} ms of its {step:.1f} ms step (the line below)" in " ".join(prose(decoding, "en").split())
+    assert f"{step:.1f} 毫秒的一步里乘法占 {products:.1f} 毫秒（下面的单元格）" in prose(decoding, "zh")
 
 
 def test_lesson14_the_summary_gives_the_issues_two_answers(decoding):
