@@ -291,15 +291,15 @@ def check_bfloat16_ridge(ridge: object, speedup: object) -> None:
                         "每台机器的耗时下限是“浮点运算 / 算力屋顶”与“字节数 / 带宽屋顶”中较大的那个（这里 MFLOP 数等于 MB 数）；"
                         "用第一台的下限除以第二台的。")
     feedback(True, f"On the second machine the ridge is {second_roof:.1f} / {second_bandwidth:.1f} ≈ {expected:.1f} FLOPs per byte, "
-             "so a batch-1 bfloat16 step (about 1 FLOP per byte) sits far left of it, bound by its bytes: at least "
-             f"{bounds[1]:.1f} ms for its one-row products, against the first machine's arithmetic bound of {bounds[0]:.1f} ms "
-             f"(section 7): {predicted:.2f} times as fast. The bench measured {first_ms / second_ms:.2f} times"
+             "so a batch-1 bfloat16 step (about 1 FLOP per byte) sits far left of it, bound by its bytes: "
+             f"{bounds[1]:.1f} ms at its roofs for its one-row products, against the first machine's {bounds[0]:.1f} ms by "
+             f"arithmetic (section 7): {predicted:.2f} times as fast. The bench measured {first_ms / second_ms:.2f} times"
              f"{', slower' if second_ms > first_ms else ''} ({first_ms:.1f} to {second_ms:.1f} ms), {second_ms / bounds[1]:.1f} "
              "times the second machine's bound. That bears on the second machine's kernel, another bfloat16 path, not on the "
              "first machine's: roofs measured with large products need not predict one-row kernels.",
              f"第二台机器上，脊点是 {second_roof:.1f} / {second_bandwidth:.1f} ≈ {expected:.1f}，即每字节 {expected:.1f} 次浮点运算，"
-             f"所以批大小 1 的 bfloat16 一步（每字节约 1 次）远在它左边，受带宽限制：只乘一个向量的那些乘法至少要 {bounds[1]:.1f} 毫秒，"
-             f"而第一台机器上按运算的下限是 {bounds[0]:.1f} 毫秒（第 7 节）：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只是 "
+             f"所以批大小 1 的 bfloat16 一步（每字节约 1 次）远在它左边，受带宽限制：按两道屋顶，只乘一个向量的那些乘法要 {bounds[1]:.1f} 毫秒，"
+             f"而第一台机器上按运算要 {bounds[0]:.1f} 毫秒（第 7 节）：速度应是第一台的 {predicted:.2f} 倍。基准测试实测只是 "
              f"{first_ms / second_ms:.2f} 倍{'，反而变慢了' if second_ms > first_ms else ''}（从 {first_ms:.1f} 毫秒到 {second_ms:.1f} 毫秒），"
              f"是第二台机器下限的 {second_ms / bounds[1]:.1f} 倍。这说的是第二台机器的内核，它走的是另一条 bfloat16 路径，说明不了第一台："
              "用大矩阵乘法测出的屋顶，未必能预测只乘一个向量的内核。")
