@@ -327,7 +327,7 @@ def quality(models: dict, tokenizer, new_tokens: int) -> dict:
 def attention_growth(workload, threads: int, turns: int = 15) -> dict:
     """Lesson 14's reason for the step's growth with T, alone in a process: attention_by_length at lesson 13's lengths,
     with more turns than the full run gives it (a minute, so the spread can be saved beside the medians), and the roofs
-    read on the same one thread, so a key's cost can be set against its bytes on this machine."""
+    read on the same one thread, so a cached token's cost can be set against its bytes and FLOPs on this machine."""
     from ...models.llama import load_smollm2
     torch.set_num_threads(1)
     one_thread = roofs(256, 1024) if workload.calls > 2 else roofs(16, 128)
