@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -26,9 +27,9 @@ INVERSE_B, T0 = np.linalg.solve(np.array([[W32, 1.0], [W16, 1.0]]), np.array([T3
 BANDWIDTH = 1 / INVERSE_B  # MB per ms = GB/s
 INT8_MS = W8 * INVERSE_B + T0
 OUTSIDE_MS = T32 - _saved_step("matmul floor")[1]  # exercise 1d by hand: float32's step minus its bare products
-_ROOFS = json.loads(SAVED_MODEL.read_text())["roofs"]
-RIDGE_BATCH = 2 * _ROOFS["matmul_gflop_s"] / _ROOFS["bandwidth_gb_s"]  # by hand: b / 2 FLOPs per byte = the ridge
 _SAVED, _SECOND = json.loads(SAVED_MODEL.read_text()), json.loads(SAVED_MODEL_BF16.read_text())
+FLOAT32_ROOF = _SAVED["format_roofs"]["float32"]  # float32's F.linear roof, measured beside bfloat16's and int8's
+RIDGE_BATCH = 2 * FLOAT32_ROOF / _SAVED["roofs"]["bandwidth_gb_s"]  # by hand: b / 2 FLOPs per byte = the ridge
 FIRST_RIDGE = _SAVED["format_roofs"]["bfloat16"] / _SAVED["roofs"]["bandwidth_gb_s"]  # section 7's: GFLOP/s over GB/s
 BF16_RIDGE = _SECOND["format_roofs"]["bfloat16"] / _SECOND["roofs"]["bandwidth_gb_s"]  # exercise 3a: the second machine's
 BF16_ROOF_GAIN = _SECOND["format_roofs"]["bfloat16"] / _SAVED["format_roofs"]["bfloat16"]  # the roofs' ratio: a mistake in 3b
@@ -46,7 +47,7 @@ BFLOAT16_OUTSIDE = T16 - _SAVED["int8_kernel"]["bfloat16_linear_ms"]
 ONE_ROW_GAIN = _SAVED["int8_kernel"]["bfloat16_linear_ms"] / _SECOND["int8_kernel"]["bfloat16_linear_ms"]  # what was measured
 _FLOOR_16 = next(r for r in _SAVED["timings"] if (r["format"], r["batch"], r["phase"]) == ("matmul floor", 16, "decode"))
 FLOOR_GFLOP_S = 2 * 134_479_872 * 16 / _FLOOR_16["ms"] / 1e6  # exercise 2b by hand: the model's matrices counted in lesson 14
-FLOOR_SHARE = FLOOR_GFLOP_S / _ROOFS["matmul_gflop_s"]
+FLOOR_SHARE = FLOOR_GFLOP_S / FLOAT32_ROOF
 FORMS = [float, np.float64, torch.tensor, lambda v: torch.tensor(v, dtype=torch.float64), np.array,
          lambda v: torch.tensor([v]), lambda v: [v], lambda v: np.array([[v]]), lambda v: torch.tensor([[v]], dtype=torch.float64)]  # one-element forms too
 
@@ -89,7 +90,7 @@ def test_the_steps_themselves_get_the_subtraction_hint():
     (lesson14.check_int8_prediction, T8, "what the bench measured"), (lesson14.check_int8_prediction, W8 / BANDWIDTH, "fixed cost"),
     (lesson14.check_int8_prediction, 2 * INT8_MS, "t = int8's"),
     (lesson14.check_ridge_batch, RIDGE_BATCH / 2, "ridge itself"), (lesson14.check_ridge_batch, RIDGE_BATCH / 4, "b = 2 × ridge"),
-    (lesson14.check_ridge_batch, 3.0, "Set b / 2"),
+    (lesson14.check_ridge_batch, 4.0, "Set b / 2"),
     (lesson14.check_outside, T0, "t0 from the line"), (lesson14.check_outside, T32, "Subtract the matmul floor"),
     (lesson14.check_int8_prediction, torch.tensor([T8]), "what the bench measured"), (lesson14.check_ridge_batch, [RIDGE_BATCH / 2], "ridge itself"),
     (lesson14.check_int8_miss, 1, "already count"), (lesson14.check_int8_miss, "3", "if option 3 held"),
@@ -237,15 +238,16 @@ def test_exercise_5_mistakes_get_their_hint(tokens, share, hint):
 
 
 def test_exercise_1a_with_the_cache_in_w_and_exercise_2_rounded_either_way():
-    """Section 4's formula counts the cache in W: that fit (by hand, numpy's solver on W + C) is right too; so are b = 10 and 11."""
+    """Section 4's formula counts the cache in W: that fit (by hand, numpy's solver on W + C) is right too; so are the whole batches either side of b."""
     rows = {r["format"]: r for r in _SAVED["timings"] if (r["batch"], r["phase"]) == (1, "decode")}
     w = [(rows[f]["weight_bytes"] + rows[f]["cache_bytes"]) / 1e6 for f in ("float32", "bfloat16")]
     inverse, fixed = np.linalg.solve(np.array([[w[0], 1.0], [w[1], 1.0]]), np.array([T32, T16]))
     out = verdict(lesson14.check_fit, 1 / inverse, fixed)
     assert "Correct" in out and "With the cache's bytes" in out, out
-    assert all("Correct" in verdict(lesson14.check_ridge_batch, b) for b in (10, 11))
-    assert "Correct" not in verdict(lesson14.check_ridge_batch, 9) and "Correct" not in verdict(lesson14.check_ridge_batch, 9.8)
-    out = verdict(lesson14.check_fit, _ROOFS["bandwidth_gb_s"], T0)  # the roof itself, not the fitted slope
+    below, above = math.floor(RIDGE_BATCH), math.ceil(RIDGE_BATCH)
+    assert all("Correct" in verdict(lesson14.check_ridge_batch, b) for b in (below, above))
+    assert "Correct" not in verdict(lesson14.check_ridge_batch, below - 1) and "Correct" not in verdict(lesson14.check_ridge_batch, below - 0.9)
+    out = verdict(lesson14.check_fit, _SAVED["roofs"]["bandwidth_gb_s"], T0)  # the roof itself, not the fitted slope
     assert "Not yet" in out and "bandwidth roof, a measurement" in out, out
 
 
@@ -253,11 +255,6 @@ def test_exercise_1c_swapped_answers_are_named_and_rounded_ones_taken():
     out = verdict(lesson14.check_int8_outside, BFLOAT16_OUTSIDE, INT8_OUTSIDE)
     assert "Not yet" in out and "other order" in out, out
     assert "Correct" in verdict(lesson14.check_int8_outside, round(INT8_OUTSIDE, 1), round(BFLOAT16_OUTSIDE, 1))
-
-
-def test_exercise_2b_against_the_f_linear_roof_is_right_too():
-    out = verdict(lesson14.check_floor_share, FLOOR_GFLOP_S / _SAVED["format_roofs"]["float32"])
-    assert "Correct" in out and "F.linear roof" in out, out
 
 
 def test_exercise_1c_subtracting_the_float32_floor_from_int8_gets_its_hint():
@@ -303,12 +300,10 @@ def test_exercise_6_mistakes_get_their_hint(answer, hint):
     assert "Not yet" in out and hint in out, out
 
 
-def test_exercise_3_names_the_ridges_of_the_other_roofs():
-    """The second machine's two float32 roofs (its 1,024² format roof and its a @ b, within 3% of each other), each divided by
-    its bandwidth, get the float32 hint."""
-    for roof, hint in ((_SECOND["format_roofs"]["float32"], "a float32 compute roof"), (_SECOND["roofs"]["matmul_gflop_s"], "a float32 compute roof")):
-        out = verdict(lesson14.check_bfloat16_ridge, roof / _SECOND["roofs"]["bandwidth_gb_s"], ROOFLINE_GAIN)
-        assert "Not yet" in out and hint in out, out
+def test_exercise_3_names_the_ridge_of_float32s_roof():
+    """The second machine's float32 roof divided by its bandwidth gets the float32 hint."""
+    out = verdict(lesson14.check_bfloat16_ridge, _SECOND["format_roofs"]["float32"] / _SECOND["roofs"]["bandwidth_gb_s"], ROOFLINE_GAIN)
+    assert "Not yet" in out and "float32's compute roof" in out, out
 
 
 def test_exercise_1a_bfloat16s_bytes_over_its_time_gets_its_hint():

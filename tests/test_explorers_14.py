@@ -53,7 +53,7 @@ def test_a_format_sits_under_its_own_flat_roof(language):
     intensity = row["flops"] / (row["weight_bytes"] + row["cache_bytes"])
     gflop_s = row["flops"] / row["ms"] / 1e6
     own = gflop_s / min(SAVED["roofs"]["bandwidth_gb_s"] * intensity, SAVED["format_roofs"]["bfloat16"])
-    float32 = gflop_s / min(SAVED["roofs"]["bandwidth_gb_s"] * intensity, SAVED["roofs"]["matmul_gflop_s"])
+    float32 = gflop_s / min(SAVED["roofs"]["bandwidth_gb_s"] * intensity, SAVED["format_roofs"]["float32"])
     read = gflop_s / (SAVED["roofs"]["bandwidth_gb_s"] * intensity)
     line = lesson14.point_summary(SAVED, "bfloat16", 16)
     assert f"{own:.0%}" in line and f"{float32:.0%}" not in line and f"{read:.0%}" in line

@@ -230,7 +230,7 @@ def test_lesson14_decode_and_prefill_either_side_of_the_bench_ridge(decoding):
     ridge = _number(r"the bench's ridge: ([\d.]+)", outputs)
     assert _number(r"arithmetic intensity: ([\d.]+)", outputs) < ridge / 5  # "far left"
     assert _number(r"prefill of 128 tokens: ([\d.]+)", outputs) > 5 * ridge  # "far to the right"
-    assert "far left of the bench's ridge" in prose(decoding, "en") and "远在基准测试的脊点" in prose(decoding, "zh")
+    assert f"far left of the bench's ridge ({ridge:.1f})" in prose(decoding, "en") and f"远在基准测试的脊点（{ridge:.1f}）" in prose(decoding, "zh")
 
 
 def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(decoding):
@@ -244,7 +244,10 @@ def test_lesson14_the_step_grows_with_the_cache_more_than_its_bytes_yet_little(d
     assert f"the prefill took {prefill} times as long, the decode step {step} times" in prose(decoding, "en").replace("\n", " ")
     assert f"预填充的耗时变成 {prefill} 倍，一步解码只是 {step} 倍" in prose(decoding, "zh")
     predicted = printed(r"more tokens: ([\d.]+) ms", outputs)[1]
-    token_bytes_us = printed(r"one more cached token: reading its [\d,]+ bytes takes ([\d.]+) µs", outputs)[1]
+    token_bytes_us, token_flops, token_flops_us = printed(
+        r"one more cached token: reading its [\d,]+ bytes takes ([\d.]+) µs, its ([\d,]+) FLOPs ([\d.]+) µs", outputs).groups()
+    assert f"{token_flops} FLOPs, {token_flops_us} µs" in " ".join(prose(decoding, "en").split())
+    assert f"多做 {token_flops} 次浮点运算，要 {token_flops_us} 微秒" in prose(decoding, "zh")
     measured, per_token = printed(r"measured from T = 32 to 512: \+([\d.]+) ms a step, ([\d.]+) µs per added token", outputs).groups()
     assert float(per_token) == pytest.approx(1e3 * float(measured) / 480, abs=0.1)  # the measured ms over 480 tokens
     longest = _number(r"T = 512: prefill +\d+ ms, decode step +([\d.]+) ms", outputs)
@@ -808,13 +811,13 @@ def test_lesson14_the_second_machines_later_bandwidth_read(decoding):
 
 
 def test_lesson14_section_11_black_roof_and_prefill_rate(decoding):
-    """Section 10: the black roof (a @ b at 2,048²) and bfloat16's prefill rate the figure's reading compares, by hand."""
+    """Section 10: the black roof (float32's 1,024² products) and bfloat16's prefill rate the figure's reading compares, by hand."""
     outputs = stored_text(decoding)
     second = _saved_run("bench_model_bf16_cpu.json")
-    roof, rate = printed(r"with bfloat16 instructions:\n[^\n]*\n  black roof \(a @ b, 2,048²\) (\d+) GFLOP/s; bfloat16's prefill "
+    roof, rate = printed(r"with bfloat16 instructions:\n  compute roofs: float32 (\d+),[^\n]*\n  bfloat16's prefill "
                          r"reached (\d+) GFLOP/s", outputs).groups()
     prefill = _row(second, "bfloat16", "prefill")
-    assert int(roof) == round(second["roofs"]["matmul_gflop_s"]) and int(rate) == round(prefill["flops"] / prefill["ms"] / 1e6)
+    assert int(roof) == round(second["format_roofs"]["float32"]) and int(rate) == round(prefill["flops"] / prefill["ms"] / 1e6)
     assert int(roof) < int(rate) < round(second["format_roofs"]["bfloat16"])  # "above the black roof, under its own"
     for language in ("en", "zh"):
         assert roof in prose(decoding, language) and rate in prose(decoding, language)
@@ -945,9 +948,9 @@ def test_lesson14_the_stored_live_ridge_against_the_bench_as_section_1_reads_it(
     read, matmul, ridge = (float(v) for v in printed(
         r"against the bench's roofs: your read ([\d.]+)x, your matmul ([\d.]+)x, your ridge ([\d.]+)x", outputs).groups())
     live_read, live_matmul = _number(r"read 256 MiB: ([\d.]+) GB/s", outputs), _number(r"float32 matmul: ([\d.]+) GFLOP/s", outputs)
-    roofs = _saved_run("bench_model.json")["roofs"]
-    assert read == pytest.approx(live_read / roofs["bandwidth_gb_s"], abs=0.01) and ridge == pytest.approx(matmul / read, abs=0.01)
-    assert matmul == pytest.approx(live_matmul / roofs["matmul_gflop_s"], abs=0.01)
+    bench = _saved_run("bench_model.json")
+    assert read == pytest.approx(live_read / bench["roofs"]["bandwidth_gb_s"], abs=0.01) and ridge == pytest.approx(matmul / read, abs=0.01)
+    assert matmul == pytest.approx(live_matmul / bench["format_roofs"]["float32"], abs=0.01)  # float32's 1,024² roof
     assert (ridge < 1) == (read > matmul) or abs(read - matmul) < 0.02  # "below the bench's where your read's ratio exceeds"
     assert "your ridge sits below the bench's where your read's ratio to the bench's (the first) exceeds your matmul's" in " ".join(
         prose(decoding, "en").split())
@@ -971,12 +974,12 @@ def test_lesson14_the_live_control_and_profile_print_their_own_verdicts(decoding
 
 
 def test_lesson14_the_roofline_bound_of_a_step_and_of_a_prefill_token(decoding):
-    """Sections 2 and 3: at the bench's roofs a decode step's FLOPs take far less than its bytes (2.2 against 22.8 ms), and
-    a prefill token at the compute roof is 62% of its measured time, the step's bytes 10.7 times it; by hand from the
+    """Sections 2 and 3: at the bench's roofs a decode step's FLOPs take far less than its bytes (2.0 against 22.8 ms), and
+    a prefill token at the compute roof is 56% of its measured time, the step's bytes 11.9 times it; by hand from the
     bench's own float32 row (FLOPs and bytes it counted for the same 128-token step), not from the lesson's count."""
     outputs = stored_text(decoding)
     first = _saved_run("bench_model.json")
-    roofs = first["roofs"]
+    roofs = {**first["roofs"], "matmul_gflop_s": first["format_roofs"]["float32"]}  # float32's roof: its 1,024² products
     row = _row(first, "float32")
     shown = f"{row['flops'] / 1e6 / roofs['matmul_gflop_s']:.1f}", f"{(row['weight_bytes'] + row['cache_bytes']) / 1e6 / roofs['bandwidth_gb_s']:.1f}"
     assert printed(r"the decode step at the bench's roofs: its FLOPs ([\d.]+) ms, its bytes ([\d.]+) ms", outputs).groups() == shown

@@ -35,8 +35,8 @@ def saved_steps(with_cache: bool = False) -> dict[str, tuple[float, float]]:
 
 
 def saved_ridge() -> float:
-    """The bench's ridge on the first machine: its matmul roof (GFLOP/s) over its bandwidth roof (GB/s)."""
-    roofs = saved_runs()[0]["roofs"]
+    """The bench's ridge on the first machine: float32's compute roof (GFLOP/s) over its bandwidth roof (GB/s)."""
+    roofs = results.model_roofs(saved_runs()[0])
     return roofs["matmul_gflop_s"] / roofs["bandwidth_gb_s"]
 
 

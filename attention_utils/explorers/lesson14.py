@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from ..checks import bilingual, shown
 from ..language import text
 from ..plotting.labels import label_points
-from ..results import (COMPILED_ROWS, FORMATS, SHOWN_ZH, chosen_rows, machine_name, model_timing, reads, roofline_point, second_run,
+from ..results import (COMPILED_ROWS, FORMATS, SHOWN_ZH, chosen_rows, machine_name, model_roofs, model_timing, reads, roofline_point, second_run,
                        step_split)
 from .widgets import explore
 
@@ -28,13 +28,13 @@ def _roof_at(intensity: float, roofs: dict) -> float:
     return min(roofs["bandwidth_gb_s"] * intensity, roofs["matmul_gflop_s"])
 
 
-@reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
+@reads("SAVED_MODEL", "timings", "format", "roofs", "format_roofs", "environment")
 def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows: tuple[str, ...] | None = None,
                   gpu: tuple[float, float] | None = None) -> Figure:
     """Both roofs, every decode point (by format and batch) and the prefills; `highlight` (format, batch) circled;
     `rows` draws just the named rows (and their own compute roofs), so a lesson can add formats as it introduces them;
     `gpu` (TB/s, TFLOP/s from a datasheet) adds one GPU's two roofs, dotted, on the same axes for scale."""
-    roofs, env = results["roofs"], results["environment"]
+    roofs, env = model_roofs(results), results["environment"]
     drawn = {r["format"] for r in results["timings"]} if rows is None else set(chosen_rows(results, rows))
     shown_formats = [f for f in (*FORMATS, "q4") if f in drawn]  # q4: issue 48 on
     measured = [(r["format"], r["batch"]) for r in results["timings"] if r["phase"] == "decode" and r["format"] in shown_formats]
@@ -48,14 +48,13 @@ def draw_roofline(results: dict, highlight: tuple[str, int] | None = None, rows:
     ax.plot(xs, [_roof_at(x, roofs) for x in xs], color="black", linewidth=2,
             label=text(f"roofs measured in this bench run (float32 matmul, {roofs['matmul_n']:,}²)",
                        f"这次基准测试测得的屋顶（float32 矩阵乘法，{roofs['matmul_n']:,} × {roofs['matmul_n']:,}）"))
-    side = results.get("format_roofs", {}).get("n", 0)  # the formats' roofs come from products of this side
     dashed = {"bfloat16", "int8"} & drawn  # float32's flat roof is the black one
-    for fmt, gflop_s in results.get("format_roofs", {}).items():  # one flat roof per format, where the bench measured them
+    for fmt, gflop_s in results["format_roofs"].items():  # one flat roof per format, where the bench measured them
         if fmt in dashed:
             start = gflop_s / roofs["bandwidth_gb_s"]  # where this format's flat roof meets the bandwidth roof
             ax.plot([start, 2000.0], [gflop_s, gflop_s], color=COLOURS[fmt], linestyle="--", linewidth=1.5,
-                    label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'}, {side:,}²)",
-                               f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}，{side:,} × {side:,}）"))
+                    label=text(f"compute roof, {fmt} ({'its weight kernel' if fmt == 'int8' else 'matmul'}, {roofs['matmul_n']:,}²)",
+                               f"算力屋顶，{fmt}（{'权重内核' if fmt == 'int8' else '矩阵乘法'}，{roofs['matmul_n']:,} × {roofs['matmul_n']:,}）"))
     if gpu is not None:
         _draw_gpu_roofs(ax, gpu)
     for fmt in (*shown_formats, *(["matmul floor"] if "matmul floor" in drawn else [])):
@@ -164,14 +163,14 @@ def draw_bytes_quality(results: dict) -> Figure:
     return fig
 
 
-@reads("SAVED_MODEL", "timings", "format", "roofs", "environment")
+@reads("SAVED_MODEL", "timings", "format", "roofs", "format_roofs", "environment")
 def point_summary(results: dict, fmt: str, batch: int) -> str:
     """What the circled point says: ms per step, tokens per second, its intensity, and how far below its roof it sits
     (bfloat16 and int8 under their own flat roof where the bench measured one, the rest under float32's)."""
     row = model_timing(results, fmt, batch)
     point = roofline_point(row)
-    own = results.get("format_roofs", {}).get(fmt) if fmt in ("bfloat16", "int8") else None  # its dashed flat roof
-    roofs = {**results["roofs"], "matmul_gflop_s": own} if own else results["roofs"]
+    own = results["format_roofs"].get(fmt) if fmt in ("bfloat16", "int8") else None  # its dashed flat roof
+    roofs = {**model_roofs(results), **({"matmul_gflop_s": own} if own else {})}
     share = point["gflop_s"] / _roof_at(point["intensity"], roofs)
     read = point["gflop_s"] / (results["roofs"]["bandwidth_gb_s"] * point["intensity"])  # its bytes' share of the bandwidth roof
     roof_en, roof_zh = (f"{fmt}'s own flat roof", f"{fmt} 自身算力屋顶") if own else ("the float32 matmul roof", "float32 算力屋顶")

@@ -66,6 +66,14 @@ def model_timing(results: dict, fmt: str, batch: int = 1, phase: str = "decode")
     return found[0]
 
 
+def model_roofs(results: dict) -> dict:
+    """The run's bandwidth roof and float32's compute roof, the latter from the F.linear products that measured bfloat16's
+    and int8's roofs in the same loop, so every format's flat roof comes from one product size (saved as `format_roofs`;
+    the run's separate `a @ b` in `roofs` used a larger product and is not a roof here)."""
+    flat = results["format_roofs"]
+    return {**results["roofs"], "matmul_gflop_s": flat["float32"], "matmul_n": flat["n"]}
+
+
 def roofline_point(row: dict) -> dict:
     """Where a timing row sits on the roofline: FLOPs per byte read (weights + cache) and GFLOP/s achieved."""
     if not isinstance(row, dict) or not all(isinstance(row.get(k), (int, float)) for k in ROW_FIELDS):

@@ -15,7 +15,8 @@ everything in figures/bench_model.json shares one machine moment. At one prompt 
   cache (models/compiled_decode.py), in the same loop at batch 1, when a C++ compiler is at hand;
   their compile time, and whether their greedy tokens equal the eager steps';
 - prefill: the prompt into an empty cache, the formats and transformers, alternating the same way;
-- the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput); and, in
+- the two roofs: a large read (memory bandwidth) and a large float32 matmul (throughput, saved; lesson 14
+  takes float32's roof from the next item's products instead, results.model_roofs); and, in
   model_kernels.py, a compute roof per format, int8's kernel alone against bfloat16, a profile, and the
   batch-1 floors and the bandwidth roof on one thread and on all of them;
 - quality of each format against float32: free-running greedy agreement over `new_tokens` tokens of

@@ -8,7 +8,7 @@ from pathlib import Path
 from ...language import LANGUAGES
 from ...results import (
     ROOT, SAVED_ATTENTION_GROWTH, SAVED_MODEL, SAVED_MODEL_BF16, SAVED_QUALITY_SPLIT, SHOWN_ZH, TRANSFORMERS, load_saved, machine_name, model_batch_table,
-    model_format_table, model_machines_table, model_rows, model_timing, model_verdict_lines,
+    model_format_table, model_machines_table, model_roofs, model_rows, model_timing, model_verdict_lines,
 )
 from .harness import environment, run_in_child
 from .model_decode import ModelWorkload, measure_model
@@ -121,14 +121,14 @@ def formats_markdown(results: dict) -> list[str]:
     """Lesson 14's part: formats at batch 1, batches, issue 25's targets, the roofline figure; both languages."""
     if "timings" not in results:
         return []
-    roofs, length = results["roofs"], results["workload"]["format_length"]
+    roofs, length = model_roofs(results), results["workload"]["format_length"]  # float32's roof beside the other formats'
     load = ", ".join(f"{x:.1f}" for x in results["load_average"])
     return [
         "", f"Lesson 14's part of the same process, at a prompt of {length} tokens (load average {load}). Roofs: a read of "
         f"{roofs['read_bytes'] / 2**20:.0f} MiB at {roofs['bandwidth_gb_s']:.1f} GB/s; a {roofs['matmul_n']}×{roofs['matmul_n']} "
-        f"float32 matmul at {roofs['matmul_gflop_s']:.0f} GFLOP/s. Agreement with float32 over {HELD} held-out prompts; perplexity on lesson 15's held-out text (every prediction).", "",
+        f"float32 F.linear at {roofs['matmul_gflop_s']:.0f} GFLOP/s. Agreement with float32 over {HELD} held-out prompts; perplexity on lesson 15's held-out text (every prediction).", "",
         f"第 14 课的部分，同一进程，提示词 {length} 个词元（负载 {load}）。两道屋顶：读取 {roofs['read_bytes'] / 2**20:.0f} MiB 为 "
-        f"{roofs['bandwidth_gb_s']:.1f} GB/s；{roofs['matmul_n']}×{roofs['matmul_n']} 的 float32 矩阵乘法为 "
+        f"{roofs['bandwidth_gb_s']:.1f} GB/s；{roofs['matmul_n']}×{roofs['matmul_n']} 的 float32 F.linear 为 "
         f"{roofs['matmul_gflop_s']:.0f} GFLOP/s。一致率是与 float32 在 {HELD} 个留出提示词上比较的结果；困惑度在第 15 课的留出文本上计算（所有预测）。", "",
         "```", model_format_table(results), "", model_batch_table(results), "```", "",
         "The package's targets, checked against this run (lesson 14 prints the measured ratios without them and explains "
