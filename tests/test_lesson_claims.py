@@ -333,7 +333,7 @@ def test_lesson14_the_step_grows_by_sdpas_work_per_token_as_the_saved_profile_sh
     found = _saved_run("bench_attention_growth.json")
     assert found["environment"]["cpu_capability"] == "AVX2"  # the third machine, held to AVX2 as the set-up's table says
     assert found["attention_by_length"]["repeats"] == 3  # "profiles three steps at each [length]"
-    assert "profiles three steps at each on the third machine" in " ".join(prose(decoding, "en").split()) and "各剖析了三步" in prose(decoding, "zh")
+    assert "profiled three steps at each on the third machine" in " ".join(prose(decoding, "en").split()) and "各剖析了三步" in prose(decoding, "zh")
     growth = found["attention_by_length"]
     short, long = growth["by_length"]["32"], growth["by_length"]["512"]
     token_bytes = 30 * 2 * 3 * 64 * 4  # a key and a value of 3 heads of 64 float32 numbers, in each of 30 layers
