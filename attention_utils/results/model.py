@@ -70,8 +70,9 @@ def model_roofs(results: dict) -> dict:
     """The run's bandwidth roof and float32's compute roof, the latter from the F.linear products that measured bfloat16's
     and int8's roofs in the same loop, so every format's flat roof comes from one product size (saved as `format_roofs`;
     the run's separate `a @ b` in `roofs` used a larger product and is not a roof here)."""
-    flat = results["format_roofs"]
-    return {**results["roofs"], "matmul_gflop_s": flat["float32"], "matmul_n": flat["n"]}
+    roofs, flat = results["roofs"], results["format_roofs"]  # read key by key, so a null field is named (saved.reads)
+    return {"bandwidth_gb_s": roofs["bandwidth_gb_s"], "read_bytes": roofs["read_bytes"], "matmul_gflop_s": flat["float32"],
+            "matmul_n": flat["n"]}
 
 
 def roofline_point(row: dict) -> dict:
