@@ -1106,7 +1106,7 @@ def test_lesson14_bfloat16s_added_rows_run_at_about_two_thirds_of_its_roof(decod
     assert ridge == (f"{roof / bandwidth:.2f}", f"{mflop:.0f}", f"{mflop / roof:.1f}", f"{mflop / bandwidth:.1f}",
                      f"{first['int8_kernel']['bfloat16_linear_ms']:.1f}")
     assert float(ridge[0]) < 1 and float(ridge[2]) > float(ridge[3])  # "left of a one-row product's 1"; arithmetic the longer
-    assert (f"its ridge, {ridge[0]} FLOPs per byte, lies left of a one-row product's 1 (the third line)" in english
+    assert (f"its ridge, {ridge[0]} FLOPs per byte, lies left of a bfloat16 one-row product's 1 FLOP per byte (2 FLOPs per 2-byte weight; the third line)" in english
             and f"at the rate its large product reached, its {ridge[1]} MFLOP take {ridge[2]} ms, more than the {ridge[3]} ms its bytes "
                 f"take at the bandwidth roof; they took {ridge[4]}" in english)
     assert (f"bfloat16 的脊点是每字节 {ridge[0]} 次浮点运算" in chinese
@@ -1185,7 +1185,7 @@ def test_lesson14_int8_batches_against_its_kernel_roof_and_its_bfloat16_table(de
 
 
 def test_lesson14_the_int8_kernel_is_held_by_neither_of_its_roofs(decoding):
-    """Section 7: the int8 kernel's one-row products at its compute roof (2 FLOPs per weight of every matrix, 268,959,744
+    """Section 7's appendix: the int8 kernel's one-row products at its compute roof (2 FLOPs per weight of every matrix, 268,959,744
     in all: section 2's FlopCounterMode count) and at the bandwidth roof both take far less than it measured."""
     first = _saved_run("bench_model.json")
     kern, roof, bandwidth = first["int8_kernel"], first["format_roofs"]["int8"], first["roofs"]["bandwidth_gb_s"]
@@ -1193,8 +1193,9 @@ def test_lesson14_the_int8_kernel_is_held_by_neither_of_its_roofs(decoding):
     shown = printed(r"int8 kernel at its roofs \([\d.]+ GFLOP/s, [\d.]+ GB/s\): ([\d.]+) ms by arithmetic, ([\d.]+) ms by bytes; measured ([\d.]+)",
                     stored_text(decoding)).groups()
     assert shown == numbers and 2 * max(float(n) for n in numbers[:2]) < float(numbers[2])
-    assert f"they allow {numbers[0]} ms for its arithmetic and {numbers[1]} for its bytes" in " ".join(prose(decoding, "en").split())
-    assert f"运算只要 {numbers[0]} 毫秒，读字节只要 {numbers[1]} 毫秒" in prose(decoding, "zh")
+    assert (f"its bytes take {numbers[1]} ms of that (the line below, which also puts all its arithmetic at {numbers[0]} ms at its "
+            "compute roof: neither roof holds it there)") in " ".join(prose(decoding, "en").split())
+    assert f"读字节占其中 {numbers[1]} 毫秒（下面那一行；它全部的运算按算力屋顶也只要 {numbers[0]} 毫秒，哪道屋顶都拖不住它）" in prose(decoding, "zh")
 
 
 def test_lesson14_weight_rounding_against_bfloat16_arithmetic_from_the_saved_rows(decoding):
@@ -1233,8 +1234,8 @@ def test_lesson14_the_int8_kernel_pays_most_of_its_time_once_per_weight(decoding
     at_roof = first["int8_kernel"]["int8_bytes"] / 1e6 / first["roofs"]["bandwidth_gb_s"]  # its bytes at the bandwidth roof, ms
     other = f"{kernel:.1f}"  # the kernel as printed, less the printed increment and the printed bytes' time
     other = f"{float(other) - float(added) - float(f'{at_roof:.1f}'):.1f}"
-    assert other == f"{fixed - at_roof:.1f}" and f"Its bytes at the roof take {at_roof:.1f} ms of that. The other {other} ms or more" in english
-    assert f"其中按屋顶读字节占 {at_roof:.1f} 毫秒；其余至少约 {other} 毫秒" in prose(decoding, "zh")
+    assert other == f"{fixed - at_roof:.1f}" and f"its bytes take {at_roof:.1f} ms of that (the line below" in english and f"The other {other} ms or more" in english
+    assert f"读字节占其中 {at_roof:.1f} 毫秒" in prose(decoding, "zh") and f"其余至少约 {other} 毫秒" in prose(decoding, "zh")
     floor = _row(first, "matmul floor")
     assert f"as float32's products do with nothing to widen ({floor['weight_bytes'] / floor['ms'] / 1e6:.1f} GB/s)" in english
     assert f"int8 的一步只多 {added} 毫秒（按第 6 节打印的 {int8[0]} → {int8[1]} 相减）" in prose(decoding, "zh")
