@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                              "figures/bench_quality_split.json (several minutes: float32 int8 is the slow reference path)")
     parser.add_argument("--attention-growth", action="store_true",
                         help="only lesson 14's reason for the step's growth with T: SDPA's own time a step at lesson 13's "
-                             "lengths, one thread, into figures/bench_attention_growth.json (about a minute)")
+                             "lengths, one thread, and the step's SDPA calls alone (each layer's cache, one layer's, written as products), "
+                             "into figures/bench_attention_growth.json (about a minute)")
     parser.add_argument("--bf16-cpu", action="store_true",
                         help="with --model or --speculative, on a CPU with bfloat16 instructions: save into "
                              "figures/bench_model_bf16_cpu.json or figures/bench_speculative_bf16_cpu.json, the second "

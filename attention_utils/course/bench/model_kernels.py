@@ -10,6 +10,8 @@
   bfloat16's steps, where the bench has them);
 - attention by length: the float32 step profiled at each of lesson 13's prompt lengths, the lengths taking
   turns: the attention kernel's own ms a step and every operator's, so a step's growth with T can be split;
+- one query's attention alone: a step's 30 SDPA calls over each layer's cache, over one layer's cache (kept
+  in the CPU's caches) and written as products, so that growth can be split into reading and working;
 - threads: the batch-1 matmul floors and the bandwidth roof on one thread and on all of them, taking turns.
 """
 
@@ -133,6 +135,46 @@ def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
     top = sorted(events, key=lambda event: event.self_cpu_time_total, reverse=True)[:rows]
     return {"repeats": repeats, "threads": 1, "matmul_share": matmul_share(events), "total_ms": total / 1e3,
             "operators": [{"name": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in top]}
+
+
+def attention_as_products(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """SDPA's result written as products (q @ K.T, softmax, @ V), each query head on its group's keys and values."""
+    group = query.shape[1] // keys.shape[1]
+    keys, values = (t.repeat_interleave(group, dim=1) for t in (keys, values))
+    return ((query @ keys.transpose(-1, -2)) / query.shape[-1]**0.5).softmax(-1) @ values
+
+
+def one_query_attention(config, lengths: list[int], turns: int) -> dict:
+    """One decode step's attention alone, 30 calls for one query, on one thread, the lengths and three ways taking turns:
+    SDPA over each layer's own cache (as in the model), SDPA over one layer's cache every time (small enough to stay in
+    the CPU's caches) and the same attention written as products (q @ K.T, softmax, @ V); ms a step, medians and quartiles."""
+    heads, kv_heads, width, layers = config.num_heads, config.num_kv_heads, config.head_dim, config.num_layers
+    query = torch.randn(1, heads, 1, width)
+
+    def sdpa(keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(query, keys, values, enable_gqa=True)
+
+    def products(keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        return attention_as_products(query, keys, values)
+
+    def step(way: Callable, caches: list) -> Callable[[], None]:
+        return lambda: [way(keys, values) for keys, values in caches]
+
+    calls = {}
+    for length in lengths:
+        caches = [(torch.randn(1, kv_heads, length, width), torch.randn(1, kv_heads, length, width)) for _ in range(layers)]
+        calls |= {("sdpa", length): step(sdpa, caches), ("sdpa, one layer's cache", length): step(sdpa, caches[:1] * layers),
+                  ("products", length): step(products, caches)}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = timed_rounds(calls, turns)
+    finally:
+        torch.set_num_threads(threads)
+    found = {}
+    for (way, length), ms in times.items():
+        found.setdefault(way, {})[str(length)] = {"ms": statistics.median(ms), "ms_quartiles": quartiles(ms)}
+    return {"threads": 1, "turns": turns, "calls_a_step": layers, "ways": found}
 
 
 def attention_by_length(steps: dict[int, Callable[[], object]], turns: int = 3, repeats: int = 3) -> dict:
