@@ -352,7 +352,7 @@ def test_lesson14_the_step_grows_by_sdpas_work_per_token_as_the_saved_profile_sh
     spans = [row["all_operators_ms_quartiles"][1] - row["all_operators_ms_quartiles"][0] for row in (short, long)]
     moved = printed(r"every other operator [\d.]+ → [\d.]+ ms \(\+([\d.]+)\), while all operators' quartiles lie ([\d.]+) and "
                     r"([\d.]+) ms apart", outputs).groups()
-    assert moved == (f"{rest[1] - rest[0]:.2f}", f"{spans[0]:.1f}", f"{spans[1]:.1f}")
+    assert moved == (f"{round(rest[1], 2) - round(rest[0], 2):.2f}", f"{spans[0]:.1f}", f"{spans[1]:.1f}")  # the printed two's difference
     sdpa_spread = max(row["attention_ms_quartiles"][1] - row["attention_ms_quartiles"][0] for row in (short, long))
     gap = long["attention_ms_quartiles"][0] - short["attention_ms_quartiles"][1]  # between the two lengths' quartile ranges
     assert gap > 5 * sdpa_spread  # "far outside its quartiles"
