@@ -144,7 +144,7 @@ def attention_as_products(query: torch.Tensor, keys: torch.Tensor, values: torch
     return ((query @ keys.transpose(-1, -2)) / query.shape[-1]**0.5).softmax(-1) @ values
 
 
-def one_query_attention(config, lengths: list[int], turns: int) -> dict:
+def one_query_attention(config: object, lengths: list[int], turns: int) -> dict:
     """One decode step's attention alone, 30 calls for one query, on one thread, the lengths and three ways taking turns:
     SDPA over each layer's own cache (as in the model), SDPA over one layer's cache every time (small enough to stay in
     the CPU's caches) and the same attention written as products (q @ K.T, softmax, @ V); ms a step, medians and quartiles."""
