@@ -370,22 +370,24 @@ def test_lesson14_the_step_grows_by_sdpas_work_per_token_as_the_saved_profile_sh
     alone = {way: 1e3 * (rows["512"]["ms"] - rows["32"]["ms"]) / 480 for way, rows in growth["one_query"]["ways"].items()}
     kept = alone["sdpa, one layer's cache"]
     shown = printed(r"SDPA calls alone, per added token: over each layer's cache ([\d.]+) µs; over one layer's cache, kept in the "
-                    r"CPU's caches, ([\d.]+) µs \((\d+) GFLOP/s, ([\d.]+) of that thread's matmul roof\); written as products "
+                    r"core's own caches, ([\d.]+) µs \((\d+) GFLOP/s, ([\d.]+) of that thread's matmul roof\); written as products "
                     r"\(q @ K.T, softmax, @ V\) ([\d.]+) µs", outputs).groups()
     rate = token_flops / kept / 1e3  # GFLOP/s
     assert shown == (f"{alone['sdpa']:.1f}", f"{kept:.1f}", f"{rate:.0f}", f"{rate / growth['roofs']['matmul_gflop_s']:.2f}",
                      f"{alone['products']:.1f}")
     assert abs(alone["sdpa"] - sdpa_us) < 0.2 * sdpa_us  # "about what they cost inside the step"
-    assert 0.35 < (alone["sdpa"] - kept) / alone["sdpa"] < 0.65 and alone["products"] > alone["sdpa"]  # "about half"; "the faster way"
+    assert 0.35 < (alone["sdpa"] - kept) / alone["sdpa"] < 0.65 and alone["products"] <= alone["sdpa"]  # "about half"; "no faster"
     reading = f"{float(shown[0]) - float(shown[1]):.1f}"  # the printed numbers' difference, as the prose reads it
     assert (f"Over each layer's own cache they cost {shown[0]} µs a token, about what they cost inside the step; over one layer's "
-            f"cache every time, small enough to stay in the CPU's caches, {shown[1]} µs. So about half the cost is reading the cache "
-            f"from memory ({reading} µs, against {line[4]} for its bytes at the roof), and half is the kernel's arithmetic for one "
-            f"query, at {shown[3]} of the thread's matmul roof. Written as products (q @ K.T, softmax, @ V), the same attention "
-            f"takes {shown[4]} µs") in english
+            f"cache every time, small enough to stay in the core's own caches, {shown[1]} µs. So about half the cost is fetching the "
+            f"cache from farther out, the shared cache or memory ({reading} µs, against {line[4]} for its bytes at the memory roof), "
+            f"and half is the kernel's arithmetic for one query, at {shown[3]} of the thread's matmul roof.") in english
+    assert (f"nothing copied), the same attention took {shown[4]} µs: for one query the fused kernel is no faster than plain "
+            "products") in english
     assert (f"各层读各自的缓存时，每多一个词元多 {shown[0]} 微秒" in chinese and f"只多 {shown[1]} 微秒" in chinese
-            and f"从内存读缓存上（{reading} 微秒，按屋顶读这些字节只要 {line[4]} 微秒）" in chinese
-            and f"速度只有同一线程矩阵乘法屋顶的 {shown[3]} 倍" in chinese and f"同样的注意力要 {shown[4]} 微秒" in chinese)
+            and f"从更远处（共享缓存或内存）取缓存上（{reading} 微秒，按内存的带宽屋顶读这些字节只要 {line[4]} 微秒）" in chinese
+            and "融合内核并不比普通的矩阵乘法快" in chinese
+            and f"速度只有同一线程矩阵乘法屋顶的 {shown[3]} 倍" in chinese and f"同样的注意力用了 {shown[4]} 微秒" in chinese)
 
 
 def test_lesson14_q4_and_llama_cpp_as_the_saved_run_measured_them(decoding):

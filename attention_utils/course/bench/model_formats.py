@@ -47,7 +47,7 @@ from ...inference.weight_formats import to_format, weight_bytes
 from ...models.compiled_decode import CompiledDecoder
 from ...models.gguf_file import find_model_file, read_gguf, tensor_bytes
 from ...models.q4_weights import Q4Linear, kernel_path, to_q4
-from .model_kernels import (alternate, attention_by_length, format_roofs, int8_against_bfloat16, one_query_attention, profile_step, quartiles,
+from .model_kernels import (alternate, attention_by_length, format_roofs, int8_against_bfloat16, on_one_thread, one_query_attention, profile_step, quartiles,
                             seconds, thread_rows, timed_rounds)
 
 # Prompts the lesson never tunes on (written for this bench); perplexity is scored on lesson 15's held-out text,
@@ -331,8 +331,8 @@ def attention_growth(workload, threads: int, turns: int = 15) -> dict:
     read on the same one thread, so a cached token's cost can be set against its bytes and FLOPs on this machine; and
     one_query_attention, the step's attention alone three ways, so that cost can be split into reading and working."""
     from ...models.llama import load_smollm2
-    torch.set_num_threads(1)
-    one_thread = roofs(256, 1024) if workload.calls > 2 else roofs(16, 128)
+    with on_one_thread():
+        one_thread = roofs(256, 1024) if workload.calls > 2 else roofs(16, 128)
     torch.set_num_threads(threads)
     model, _ = load_smollm2()
     with torch.inference_mode():

@@ -11,15 +11,16 @@
 - attention by length: the float32 step profiled at each of lesson 13's prompt lengths, the lengths taking
   turns: the attention kernel's own ms a step and every operator's, so a step's growth with T can be split;
 - one query's attention alone: a step's 30 SDPA calls over each layer's cache, over one layer's cache (kept
-  in the CPU's caches) and written as products, so that growth can be split into reading and working;
+  in the core's own caches) and written as products without copies, so that growth can be split into reading and working;
 - threads: the batch-1 matmul floors and the bandwidth roof on one thread and on all of them, taking turns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -119,18 +120,25 @@ def int8_against_bfloat16(matrices: list[torch.Tensor], rounds: int) -> dict:
                                                      "bfloat16_bytes": sum(2 * w.numel() for *_, w in packed)}
 
 
+@contextlib.contextmanager
+def on_one_thread() -> Iterator[None]:
+    """Run the block on one thread, then give torch back the threads it had."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
     """The matrix products' share of `repeats` decode steps' own CPU time and the `rows` operators that took most.
 
     One thread: with several, each small parallel region waits for the others and the profiler charges the
     wait to the operator running (SDPA, mostly), not to its work.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with on_one_thread():
         events = profile_calls(step, repeats)
-    finally:
-        torch.set_num_threads(threads)
     total = sum(event.self_cpu_time_total for event in events)
     top = sorted(events, key=lambda event: event.self_cpu_time_total, reverse=True)[:rows]
     return {"repeats": repeats, "threads": 1, "matmul_share": matmul_share(events), "total_ms": total / 1e3,
@@ -138,16 +146,18 @@ def profile_step(step, repeats: int = 3, rows: int = 8) -> dict:
 
 
 def attention_as_products(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """SDPA's result written as products (q @ K.T, softmax, @ V), each query head on its group's keys and values."""
-    group = query.shape[1] // keys.shape[1]
-    keys, values = (t.repeat_interleave(group, dim=1) for t in (keys, values))
-    return ((query @ keys.transpose(-1, -2)) / query.shape[-1]**0.5).softmax(-1) @ values
+    """SDPA's result for one query written as products (q @ K.T, softmax, @ V): each key-value head's group of query
+    heads as rows of one product, so no key or value is copied (a fair match for SDPA's grouped heads)."""
+    batch, heads, _, width = query.shape
+    rows = query.reshape(batch, keys.shape[1], heads // keys.shape[1], width)  # (b, kv_heads, group, width)
+    weights = ((rows @ keys.transpose(-1, -2)) / width**0.5).softmax(-1)
+    return (weights @ values).reshape(batch, heads, 1, width)
 
 
 def one_query_attention(config: object, lengths: list[int], turns: int) -> dict:
     """One decode step's attention alone, 30 calls for one query, on one thread, the lengths and three ways taking turns:
     SDPA over each layer's own cache (as in the model), SDPA over one layer's cache every time (small enough to stay in
-    the CPU's caches) and the same attention written as products (q @ K.T, softmax, @ V); ms a step, medians and quartiles."""
+    the core's own caches) and the same attention written as products (q @ K.T, softmax, @ V); ms a step, medians and quartiles."""
     heads, kv_heads, width, layers = config.num_heads, config.num_kv_heads, config.head_dim, config.num_layers
     query = torch.randn(1, heads, 1, width)
 
@@ -165,12 +175,8 @@ def one_query_attention(config: object, lengths: list[int], turns: int) -> dict:
         caches = [(torch.randn(1, kv_heads, length, width), torch.randn(1, kv_heads, length, width)) for _ in range(layers)]
         calls |= {("sdpa", length): step(sdpa, caches), ("sdpa, one layer's cache", length): step(sdpa, caches[:1] * layers),
                   ("products", length): step(products, caches)}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with on_one_thread():
         times = timed_rounds(calls, turns)
-    finally:
-        torch.set_num_threads(threads)
     found = {}
     for (way, length), ms in times.items():
         found.setdefault(way, {})[str(length)] = {"ms": statistics.median(ms), "ms_quartiles": quartiles(ms)}
@@ -181,18 +187,14 @@ def attention_by_length(steps: dict[int, Callable[[], object]], turns: int = 3, 
     """For each prompt length T (a decode step against T cached tokens), on one thread, the lengths taking turns: the
     medians over `turns` of SDPA's own ms a step and of every operator's (with their quartiles), so the step's growth
     with T can be split."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     found = {length: {"attention_ms": [], "all_operators_ms": []} for length in steps}
-    try:
+    with on_one_thread():
         for _ in range(turns):
             for length, step in steps.items():
                 events = profile_calls(step, repeats)
                 own = {event.key: event.self_cpu_time_total / repeats / 1e3 for event in events}
                 found[length]["attention_ms"].append(attention_ms(own))
                 found[length]["all_operators_ms"].append(sum(own.values()))
-    finally:
-        torch.set_num_threads(threads)
     return {"threads": 1, "turns": turns, "repeats": repeats,
             "by_length": {str(length): {key: statistics.median(values) for key, values in row.items()}
                           | {f"{key}_quartiles": quartiles(values) for key, values in row.items()}
